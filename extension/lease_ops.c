@@ -1,0 +1,1031 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease_ops.c
+ *		The SQL-callable lease functions, and every query on lease.grants.
+ *
+ * A grant is a row of lease.grants; its state changes only through the
+ * prepared statements below, each an ordinary MVCC row change, so a grant or
+ * release inside a transaction block takes effect at commit and vanishes on
+ * rollback.  Safety rests on three facts enforced here:
+ *
+ * - A row changes hands only by an UPDATE whose WHERE names the exact token
+ *   seen and requires the grant to be over by the server clock; concurrent
+ *   takers serialize on the row lock and the loser's re-check fails.
+ * - Tokens come from one sequence, called only while the row is being
+ *   changed, so a later grant of a resource always draws a larger number.
+ * - lease.fence() takes FOR SHARE on the current grant's row, which blocks
+ *   every UPDATE and DELETE of that row until the fencing transaction ends.
+ *
+ * Waiting never holds a lock on the lease row between tries: a try reads the
+ * row without locking it and only UPDATEs a row whose WHERE can pass.  (An
+ * INSERT ... ON CONFLICT DO UPDATE would lock the conflicting row even when
+ * its WHERE is false, so the holder's renew or release would queue behind the
+ * waiter.)
+ *
+ * The functions run as the caller but do their table work as the owner of
+ * lease.grants, so PUBLIC needs no right on the table; ownership of a grant
+ * is the role that acquired it, checked here.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/backend_status.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "pg_lease.h"
+
+/* A grant is current: unexpired by the server clock, and its session alive. */
+#define LEASE_CURRENT \
+	"expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() " \
+	"AND CASE WHEN backend_pid IS NULL THEN true " \
+	"ELSE lease.session_alive(backend_pid, backend_start) END"
+
+#define LEASE_NEXT_TOKEN "pg_catalog.nextval('lease.token_seq'::pg_catalog.regclass)"
+
+typedef enum LeaseQuery
+{
+	Q_READ_ROW,
+	Q_INSERT,
+	Q_TAKE_OVER,
+	Q_EXTEND_SAME_HOLDER,
+	Q_RENEW,
+	Q_OWNER_OF,
+	Q_RELEASE,
+	Q_FENCE,
+	Q_IS_CURRENT,
+	Q_BREAK,
+	Q_GC,
+	LEASE_NUM_QUERIES
+} LeaseQuery;
+
+typedef struct LeaseQueryDef
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[9];
+} LeaseQueryDef;
+
+/*
+ * Statement texts.  Everything is schema-qualified, and every function also
+ * runs with search_path pinned to pg_catalog, pg_temp by its SET clause.
+ */
+static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
+	[Q_READ_ROW] = {
+		"SELECT token, holder, owner, expires_at, released,"
+		"       expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(),"
+		"       CASE WHEN backend_pid IS NULL THEN false"
+		"            ELSE NOT lease.session_alive(backend_pid, backend_start) END"
+		"  FROM lease.grants WHERE resource OPERATOR(pg_catalog.=) $1",
+		1, {TEXTOID}
+	},
+	[Q_INSERT] = {
+		"INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at,"
+		"                          owner, released, backend_pid, backend_start, holder)"
+		" VALUES ($1, " LEASE_NEXT_TOKEN ","
+		"         pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2,"
+		"         pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
+		"         $3, false, $5, $6, $4)"
+		" ON CONFLICT (resource) DO NOTHING"
+		" RETURNING token",
+		6, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+	},
+	[Q_TAKE_OVER] = {
+		"UPDATE lease.grants SET token = " LEASE_NEXT_TOKEN ","
+		"       expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
+		"       granted_at = pg_catalog.clock_timestamp(),"
+		"       renewed_at = pg_catalog.clock_timestamp(),"
+		"       owner = $4, released = false, backend_pid = $6, backend_start = $7,"
+		"       holder = $5"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND (expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() OR $8)"
+		" RETURNING token",
+		8, {TEXTOID, INT8OID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, BOOLOID}
+	},
+	[Q_EXTEND_SAME_HOLDER] = {
+		"UPDATE lease.grants"
+		"   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
+		"       renewed_at = pg_catalog.clock_timestamp()"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		" RETURNING token",
+		3, {TEXTOID, INT8OID, INTERVALOID}
+	},
+	[Q_RENEW] = {
+		"UPDATE lease.grants"
+		"   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
+		"       renewed_at = pg_catalog.clock_timestamp()"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		"   AND (owner OPERATOR(pg_catalog.=) $4 OR $5)"
+		" RETURNING token",
+		5, {TEXTOID, INT8OID, INTERVALOID, OIDOID, BOOLOID}
+	},
+	[Q_OWNER_OF] = {
+		"SELECT owner FROM lease.grants"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
+		2, {TEXTOID, INT8OID}
+	},
+	[Q_RELEASE] = {
+		"UPDATE lease.grants SET expires_at = pg_catalog.clock_timestamp(), released = true"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		"   AND (owner OPERATOR(pg_catalog.=) $3 OR $4)"
+		" RETURNING token",
+		4, {TEXTOID, INT8OID, OIDOID, BOOLOID}
+	},
+	[Q_FENCE] = {
+		"SELECT token FROM lease.grants"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		"   AND (owner OPERATOR(pg_catalog.=) $3 OR $4)"
+		" FOR SHARE",
+		4, {TEXTOID, INT8OID, OIDOID, BOOLOID}
+	},
+	[Q_IS_CURRENT] = {
+		"SELECT token FROM lease.grants"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT,
+		2, {TEXTOID, INT8OID}
+	},
+	[Q_BREAK] = {
+		"UPDATE lease.grants SET expires_at = pg_catalog.clock_timestamp(), released = true"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND " LEASE_CURRENT
+		" RETURNING token",
+		1, {TEXTOID}
+	},
+	[Q_GC] = {
+		"WITH gone AS (DELETE FROM lease.grants"
+		"  WHERE expires_at OPERATOR(pg_catalog.<)"
+		"        (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) $1)"
+		"  RETURNING 1)"
+		" SELECT pg_catalog.count(*) FROM gone",
+		1, {INTERVALOID}
+	},
+};
+
+static SPIPlanPtr lease_plans[LEASE_NUM_QUERIES];
+
+/* Who called, and the user context to restore. */
+typedef struct LeaseCaller
+{
+	Oid			role;
+	bool		is_superuser;
+	Oid			saved_userid;
+	int			saved_sec_context;
+} LeaseCaller;
+
+/* What one read of a resource's row found. */
+typedef struct LeaseRow
+{
+	bool		found;
+	int64		token;
+	char	   *holder;
+	Oid			owner;
+	TimestampTz expires_at;
+	bool		released;
+	bool		unexpired;
+	bool		session_gone;
+} LeaseRow;
+
+typedef enum LeaseTry
+{
+	LEASE_TRY_GRANTED,
+	LEASE_TRY_BUSY,				/* someone else holds it: wait or give up */
+	LEASE_TRY_AGAIN				/* the row changed under us: read it again */
+} LeaseTry;
+
+/*
+ * Grants this backend made, for the nested-wait check (no hold-and-wait).
+ * Entries are hints: each is verified in the table before it counts.
+ */
+typedef struct HeldGrant
+{
+	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];
+	char		holder[LEASE_MAX_HOLDER_BYTES + 1];
+	int64		token;
+} HeldGrant;
+
+#define LEASE_MAX_TRACKED 64
+static HeldGrant held_grants[LEASE_MAX_TRACKED];
+static int	num_held_grants = 0;
+
+static char *default_holder = NULL;
+
+/*
+ * lease_arg_not_null -- the argument must not be NULL (22004)
+ */
+static void
+lease_arg_not_null(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", name)));
+}
+
+/*
+ * lease_resource_arg -- fetch and check the resource name
+ */
+static text *
+lease_resource_arg(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *resource;
+	int			len;
+
+	lease_arg_not_null(fcinfo, argno, "resource");
+	resource = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(resource);
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("resource must not be empty")));
+	if (len > LEASE_MAX_RESOURCE_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("resource is too long"),
+				 errdetail("The resource name has %d bytes; the limit is %d.",
+						   len, LEASE_MAX_RESOURCE_BYTES)));
+	return resource;
+}
+
+/*
+ * lease_token_arg -- fetch and check a fencing token
+ */
+static int64
+lease_token_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		token;
+
+	lease_arg_not_null(fcinfo, argno, "token");
+	token = PG_GETARG_INT64(argno);
+	if (token <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("token must be positive"),
+				 errdetail("Fencing tokens are positive; %lld was never issued.",
+						   (long long) token)));
+	return token;
+}
+
+/*
+ * lease_interval_usecs -- an interval argument as microseconds
+ *
+ * Month parts are refused: a month has no fixed length.
+ */
+static int64
+lease_interval_usecs(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	Interval   *iv;
+	int64		usecs;
+
+	lease_arg_not_null(fcinfo, argno, name);
+	iv = PG_GETARG_INTERVAL_P(argno);
+	if (iv->month != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not have a month or year part", name),
+				 errdetail("Months have no fixed length."),
+				 errhint("Write the interval in days, hours, minutes or seconds.")));
+	if (pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &usecs) ||
+		pg_add_s64_overflow(usecs, iv->time, &usecs))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is out of range", name)));
+	return usecs;
+}
+
+/*
+ * lease_ttl_arg -- fetch and check a TTL, as a fixed-length interval
+ *
+ * The result has no day part: timestamptz + '1 day' follows the calendar
+ * (23 or 25 hours across a DST change), a lease must last exactly its TTL.
+ */
+static Interval *
+lease_ttl_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		usecs = lease_interval_usecs(fcinfo, argno, "ttl");
+	Interval   *ttl;
+
+	if (usecs <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl must be positive")));
+	if (usecs > (int64) lease_max_ttl_seconds * USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl exceeds pg_lease.max_ttl"),
+				 errdetail("pg_lease.max_ttl is %d seconds.", lease_max_ttl_seconds),
+				 errhint("Renew a shorter lease instead, or raise pg_lease.max_ttl.")));
+
+	ttl = palloc0(sizeof(Interval));
+	ttl->time = usecs;
+	return ttl;
+}
+
+/*
+ * lease_holder_arg -- the holder label, or this backend's default
+ */
+static char *
+lease_holder_arg(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *holder;
+	int			len;
+
+	if (PG_ARGISNULL(argno))
+	{
+		if (default_holder == NULL)
+			default_holder = MemoryContextStrdup(TopMemoryContext,
+												 psprintf("pid %d started %s", MyProcPid,
+														  timestamptz_to_str(MyStartTimestamp)));
+		return default_holder;
+	}
+
+	holder = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(holder);
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("holder must not be empty"),
+				 errhint("Pass NULL for the per-session default holder.")));
+	if (len > LEASE_MAX_HOLDER_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("holder is too long"),
+				 errdetail("The holder label has %d bytes; the limit is %d.",
+						   len, LEASE_MAX_HOLDER_BYTES)));
+	return text_to_cstring(holder);
+}
+
+/*
+ * lease_begin -- connect to SPI and switch to the owner of lease.grants
+ *
+ * The caller's role is kept: it owns the grants it makes.  The switch is
+ * undone by lease_end(), or by transaction abort on error.
+ */
+static void
+lease_begin(LeaseCaller *caller)
+{
+	Oid			nsp;
+	Oid			relid;
+	HeapTuple	tuple;
+	Oid			table_owner;
+
+	caller->role = GetUserId();
+	caller->is_superuser = superuser_arg(caller->role);
+
+	nsp = get_namespace_oid("lease", false);
+	relid = get_relname_relid("grants", nsp);
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("table lease.grants does not exist"),
+				 errhint("Reinstall the extension: DROP EXTENSION pg_lease; CREATE EXTENSION pg_lease;")));
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	table_owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+
+	GetUserIdAndSecContext(&caller->saved_userid, &caller->saved_sec_context);
+	SetUserIdAndSecContext(table_owner,
+						   caller->saved_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+/*
+ * lease_end -- undo lease_begin
+ */
+static void
+lease_end(LeaseCaller *caller)
+{
+	SPI_finish();
+	SetUserIdAndSecContext(caller->saved_userid, caller->saved_sec_context);
+}
+
+/*
+ * lease_exec -- run one of the prepared statements
+ *
+ * Plans are prepared once per backend and kept; the plan cache re-plans them
+ * if the extension is dropped and re-created.
+ */
+static uint64
+lease_exec(LeaseQuery q, Datum *values, const char *nulls)
+{
+	const LeaseQueryDef *def = &lease_queries[q];
+	int			rc;
+
+	if (lease_plans[q] == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for pg_lease query %d: %s",
+				 (int) q, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		lease_plans[q] = plan;
+	}
+
+	rc = SPI_execute_plan(lease_plans[q], values, nulls, false, 0);
+	if (rc < 0)
+		elog(ERROR, "pg_lease query %d failed: %s", (int) q, SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/*
+ * lease_result_int64 -- column `col` of the first result row
+ */
+static int64
+lease_result_int64(int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
+
+	Assert(!isnull);
+	return DatumGetInt64(d);
+}
+
+/*
+ * lease_read_row -- the resource's row as it is now, without locking it
+ */
+static void
+lease_read_row(text *resource, LeaseRow *row)
+{
+	Datum		values[1] = {PointerGetDatum(resource)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+
+	memset(row, 0, sizeof(*row));
+	if (lease_exec(Q_READ_ROW, values, NULL) == 0)
+		return;
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	row->found = true;
+	row->token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	row->holder = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
+	row->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	row->expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
+	row->released = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+	row->unexpired = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+	row->session_gone = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+}
+
+/*
+ * lease_remember_grant -- note a grant for the nested-wait check
+ */
+static void
+lease_remember_grant(text *resource, const char *holder, int64 token)
+{
+	char	   *res = text_to_cstring(resource);
+	int			slot = -1;
+
+	for (int i = 0; i < num_held_grants; i++)
+	{
+		if (strcmp(held_grants[i].resource, res) == 0 &&
+			strcmp(held_grants[i].holder, holder) == 0)
+		{
+			slot = i;
+			break;
+		}
+	}
+	if (slot < 0)
+	{
+		/* full: forget the oldest hint (it is re-verified anyway) */
+		if (num_held_grants == LEASE_MAX_TRACKED)
+		{
+			memmove(&held_grants[0], &held_grants[1],
+					sizeof(HeldGrant) * (LEASE_MAX_TRACKED - 1));
+			num_held_grants--;
+		}
+		slot = num_held_grants++;
+	}
+	strlcpy(held_grants[slot].resource, res, sizeof(held_grants[slot].resource));
+	strlcpy(held_grants[slot].holder, holder, sizeof(held_grants[slot].holder));
+	held_grants[slot].token = token;
+}
+
+/*
+ * lease_check_no_hold_and_wait -- refuse to wait while holding another lease
+ *
+ * A holder that waits while holding could deadlock with one that does the
+ * reverse; refusing the wait makes lease waits deadlock-free.  "Holder" is the
+ * holder label (the default label names this backend).
+ */
+static void
+lease_check_no_hold_and_wait(text *resource, const char *holder)
+{
+	char	   *res = text_to_cstring(resource);
+	int			kept = 0;
+	const HeldGrant *other = NULL;
+	bool		holds_this = false;
+
+	for (int i = 0; i < num_held_grants; i++)
+	{
+		HeldGrant  *g = &held_grants[i];
+		Datum		values[2];
+
+		values[0] = CStringGetTextDatum(g->resource);
+		values[1] = Int64GetDatum(g->token);
+		if (lease_exec(Q_IS_CURRENT, values, NULL) == 0)
+			continue;			/* released, expired or rolled back: forget it */
+
+		held_grants[kept++] = *g;
+		if (strcmp(g->holder, holder) != 0)
+			continue;
+		if (strcmp(g->resource, res) == 0)
+			holds_this = true;
+		else if (other == NULL)
+			other = &held_grants[kept - 1];
+	}
+	num_held_grants = kept;
+
+	/* asking again for a resource it holds is a re-acquire: it never waits */
+	if (other != NULL && !holds_this)
+		ereport(ERROR,
+				(errcode(ERRCODE_LEASE_NESTED_WAIT),
+				 errmsg("cannot wait for lease \"%s\" while holding lease \"%s\"",
+						res, other->resource),
+				 errdetail("Holder \"%s\" holds \"%s\"; waiting while holding could deadlock.",
+						   holder, other->resource),
+				 errhint("Release \"%s\" first, or call with wait => '0'.", other->resource)));
+}
+
+/*
+ * lease_try_grant -- one try to grant the resource
+ *
+ * On LEASE_TRY_BUSY, *busy_until is when the current grant expires.
+ */
+static LeaseTry
+lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
+				const char *holder, bool session_bound,
+				int64 *token, TimestampTz *busy_until)
+{
+	LeaseRow	row;
+	Datum		values[8];
+	char		nulls[8];
+
+	lease_read_row(resource, &row);
+
+	if (!row.found)
+	{
+		values[0] = PointerGetDatum(resource);
+		values[1] = IntervalPGetDatum(ttl);
+		values[2] = ObjectIdGetDatum(caller->role);
+		values[3] = CStringGetTextDatum(holder);
+		values[4] = Int32GetDatum(MyProcPid);
+		values[5] = TimestampTzGetDatum(MyStartTimestamp);
+		memset(nulls, ' ', sizeof(nulls));
+		if (!session_bound)
+			nulls[4] = nulls[5] = 'n';
+
+		/* DO NOTHING does not lock a conflicting row: a lost race just re-reads */
+		if (lease_exec(Q_INSERT, values, nulls) == 0)
+			return LEASE_TRY_AGAIN;
+		*token = lease_result_int64(1);
+		lease_count(LEASE_STAT_GRANTS);
+		return LEASE_TRY_GRANTED;
+	}
+
+	if (row.unexpired && !row.session_gone)
+	{
+		/* The same holder (and role) asking again: same token, new expiry. */
+		if (row.owner == caller->role && strcmp(row.holder, holder) == 0)
+		{
+			values[0] = PointerGetDatum(resource);
+			values[1] = Int64GetDatum(row.token);
+			values[2] = IntervalPGetDatum(ttl);
+			if (lease_exec(Q_EXTEND_SAME_HOLDER, values, NULL) == 0)
+				return LEASE_TRY_AGAIN;
+			*token = row.token;
+			return LEASE_TRY_GRANTED;
+		}
+		*busy_until = row.expires_at;
+		return LEASE_TRY_BUSY;
+	}
+
+	/*
+	 * The grant seen is over.  Take exactly that grant: if anyone renewed or
+	 * took it since, the token or expiry re-check fails and we read again.
+	 * If a fencing transaction holds the row, this waits for it to end.
+	 */
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(row.token);
+	values[2] = IntervalPGetDatum(ttl);
+	values[3] = ObjectIdGetDatum(caller->role);
+	values[4] = CStringGetTextDatum(holder);
+	values[5] = Int32GetDatum(MyProcPid);
+	values[6] = TimestampTzGetDatum(MyStartTimestamp);
+	values[7] = BoolGetDatum(row.session_gone);
+	memset(nulls, ' ', sizeof(nulls));
+	if (!session_bound)
+		nulls[5] = nulls[6] = 'n';
+
+	if (lease_exec(Q_TAKE_OVER, values, nulls) == 0)
+		return LEASE_TRY_AGAIN;
+	*token = lease_result_int64(1);
+	lease_count(LEASE_STAT_GRANTS);
+	if (!row.released)
+		lease_count(LEASE_STAT_TAKEOVERS);
+	return LEASE_TRY_GRANTED;
+}
+
+/*
+ * lease_acquire_common -- acquire and try_acquire
+ */
+static Datum
+lease_acquire_common(FunctionCallInfo fcinfo, text *resource, Interval *ttl,
+					 int64 wait_usecs, const char *holder, bool session_bound)
+{
+	LeaseCaller caller;
+	TimestampTz deadline;
+	bool		contended = false;
+	bool		granted = false;
+	int64		token = 0;
+
+	if (wait_usecs > 0 && IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("lease.acquire cannot wait in a REPEATABLE READ or SERIALIZABLE transaction"),
+				 errdetail("The transaction's snapshot would never see the lease being released."),
+				 errhint("Acquire in a READ COMMITTED transaction, or pass wait => '0' and retry.")));
+
+	if (pg_add_s64_overflow(GetCurrentTimestamp(), wait_usecs, &deadline))
+		deadline = DT_NOEND;
+
+	lease_begin(&caller);
+
+	if (wait_usecs > 0)
+		lease_check_no_hold_and_wait(resource, holder);
+
+	for (;;)
+	{
+		TimestampTz busy_until = 0;
+		LeaseTry	result;
+
+		CHECK_FOR_INTERRUPTS();
+		result = lease_try_grant(&caller, resource, ttl, holder, session_bound,
+								 &token, &busy_until);
+		if (result == LEASE_TRY_GRANTED)
+		{
+			granted = true;
+			break;
+		}
+		if (result == LEASE_TRY_AGAIN)
+			continue;
+
+		if (!contended)
+		{
+			contended = true;
+			lease_count(LEASE_STAT_CONTENDED);
+		}
+		if (GetCurrentTimestamp() >= deadline)
+		{
+			if (wait_usecs > 0)
+				lease_count(LEASE_STAT_TIMEOUTS);
+			break;
+		}
+		lease_wait_until(text_to_cstring(resource), Min(deadline, busy_until));
+	}
+
+	if (granted)
+		lease_remember_grant(resource, holder, token);
+
+	lease_end(&caller);
+
+	/*
+	 * A grant must survive a crash before anyone is told of it: otherwise
+	 * recovery could hand its token out again.  Flush even when the session
+	 * has synchronous_commit = off.
+	 */
+	if (granted)
+		ForceSyncCommit();
+
+	if (!granted)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(token);
+}
+
+/*
+ * lease_acquire -- lease.acquire(resource, ttl, wait, holder, session_bound)
+ */
+PG_FUNCTION_INFO_V1(lease_acquire);
+
+Datum
+lease_acquire(PG_FUNCTION_ARGS)
+{
+	text	   *resource = lease_resource_arg(fcinfo, 0);
+	Interval   *ttl = lease_ttl_arg(fcinfo, 1);
+	int64		wait_usecs = lease_interval_usecs(fcinfo, 2, "wait");
+	const char *holder = lease_holder_arg(fcinfo, 3);
+	bool		session_bound;
+
+	if (wait_usecs < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait must not be negative")));
+	lease_arg_not_null(fcinfo, 4, "session_bound");
+	session_bound = PG_GETARG_BOOL(4);
+
+	return lease_acquire_common(fcinfo, resource, ttl, wait_usecs, holder, session_bound);
+}
+
+/*
+ * lease_try_acquire -- lease.try_acquire(resource, ttl, holder, session_bound)
+ */
+PG_FUNCTION_INFO_V1(lease_try_acquire);
+
+Datum
+lease_try_acquire(PG_FUNCTION_ARGS)
+{
+	text	   *resource = lease_resource_arg(fcinfo, 0);
+	Interval   *ttl = lease_ttl_arg(fcinfo, 1);
+	const char *holder = lease_holder_arg(fcinfo, 2);
+	bool		session_bound;
+
+	lease_arg_not_null(fcinfo, 3, "session_bound");
+	session_bound = PG_GETARG_BOOL(3);
+
+	return lease_acquire_common(fcinfo, resource, ttl, 0, holder, session_bound);
+}
+
+/*
+ * lease_check_owner -- after a no-op on (resource, token): was it someone else's?
+ *
+ * Renew, release and fence act only on grants of the calling role.  Nothing
+ * was changed when this raises.
+ */
+static void
+lease_check_owner(LeaseCaller *caller, text *resource, int64 token, const char *action)
+{
+	Datum		values[2] = {PointerGetDatum(resource), Int64GetDatum(token)};
+	Oid			owner;
+	bool		isnull;
+
+	if (caller->is_superuser || lease_exec(Q_OWNER_OF, values, NULL) == 0)
+		return;
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull));
+	if (owner != caller->role)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to %s lease \"%s\"", action,
+						text_to_cstring(resource)),
+				 errdetail("Token " INT64_FORMAT " was granted to another role.", token)));
+}
+
+/*
+ * lease_renew -- lease.renew(resource, token, ttl)
+ */
+PG_FUNCTION_INFO_V1(lease_renew);
+
+Datum
+lease_renew(PG_FUNCTION_ARGS)
+{
+	text	   *resource = lease_resource_arg(fcinfo, 0);
+	int64		token = lease_token_arg(fcinfo, 1);
+	Interval   *ttl = lease_ttl_arg(fcinfo, 2);
+	LeaseCaller caller;
+	Datum		values[5];
+	bool		renewed;
+
+	lease_begin(&caller);
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(token);
+	values[2] = IntervalPGetDatum(ttl);
+	values[3] = ObjectIdGetDatum(caller.role);
+	values[4] = BoolGetDatum(caller.is_superuser);
+	renewed = lease_exec(Q_RENEW, values, NULL) > 0;
+	if (!renewed)
+		lease_check_owner(&caller, resource, token, "renew");
+	lease_end(&caller);
+
+	if (renewed)
+	{
+		lease_count(LEASE_STAT_RENEWALS);
+		/* a renewal the holder was told of must not vanish in a crash */
+		ForceSyncCommit();
+	}
+	else
+		lease_count(LEASE_STAT_FAILED_RENEWALS);
+	PG_RETURN_BOOL(renewed);
+}
+
+/*
+ * lease_release -- lease.release(resource, token)
+ */
+PG_FUNCTION_INFO_V1(lease_release);
+
+Datum
+lease_release(PG_FUNCTION_ARGS)
+{
+	text	   *resource = lease_resource_arg(fcinfo, 0);
+	int64		token = lease_token_arg(fcinfo, 1);
+	LeaseCaller caller;
+	Datum		values[4];
+	bool		release_only = lease_release_starts();
+	bool		released;
+
+	lease_begin(&caller);
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(token);
+	values[2] = ObjectIdGetDatum(caller.role);
+	values[3] = BoolGetDatum(caller.is_superuser);
+	released = lease_exec(Q_RELEASE, values, NULL) > 0;
+	if (!released)
+		lease_check_owner(&caller, resource, token, "release");
+	lease_end(&caller);
+
+	lease_release_done(release_only);
+	if (released)
+		lease_count(LEASE_STAT_RELEASES);
+	PG_RETURN_BOOL(released);
+}
+
+/*
+ * lease_fence -- lease.fence(resource, token): admit a write of the holder
+ *
+ * FOR SHARE on the grant's row keeps every takeover, break or gc of it
+ * waiting until this transaction ends, so the caller's writes commit before
+ * any later grant of the resource exists.
+ */
+PG_FUNCTION_INFO_V1(lease_fence);
+
+Datum
+lease_fence(PG_FUNCTION_ARGS)
+{
+	text	   *resource = lease_resource_arg(fcinfo, 0);
+	int64		token = lease_token_arg(fcinfo, 1);
+	LeaseCaller caller;
+	Datum		values[4];
+	bool		current;
+
+	lease_begin(&caller);
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(token);
+	values[2] = ObjectIdGetDatum(caller.role);
+	values[3] = BoolGetDatum(caller.is_superuser);
+	current = lease_exec(Q_FENCE, values, NULL) > 0;
+	if (!current)
+	{
+		lease_check_owner(&caller, resource, token, "fence");
+		lease_count(LEASE_STAT_FENCE_REJECTIONS);
+		ereport(ERROR,
+				(errcode(ERRCODE_LEASE_NOT_HELD),
+				 errmsg("lease \"%s\" is not held with token " INT64_FORMAT,
+						text_to_cstring(resource), token),
+				 errdetail("The grant was released, broken, has expired, or a later grant replaced it."),
+				 errhint("Do not write: acquire the lease again and redo the work with the new token.")));
+	}
+	lease_end(&caller);
+
+	ForceSyncCommit();
+	PG_RETURN_INT64(token);
+}
+
+/*
+ * lease_is_current -- lease.is_current(resource, token), without locking
+ */
+PG_FUNCTION_INFO_V1(lease_is_current);
+
+Datum
+lease_is_current(PG_FUNCTION_ARGS)
+{
+	text	   *resource = lease_resource_arg(fcinfo, 0);
+	int64		token = lease_token_arg(fcinfo, 1);
+	LeaseCaller caller;
+	Datum		values[2] = {PointerGetDatum(resource), Int64GetDatum(token)};
+	bool		current;
+
+	lease_begin(&caller);
+	current = lease_exec(Q_IS_CURRENT, values, NULL) > 0;
+	lease_end(&caller);
+	PG_RETURN_BOOL(current);
+}
+
+/*
+ * lease_break -- lease.break(resource): end the current grant now (admin)
+ *
+ * Returns the token that was ended, or NULL if none was current.  EXECUTE is
+ * revoked from PUBLIC by the install script.
+ */
+PG_FUNCTION_INFO_V1(lease_break);
+
+Datum
+lease_break(PG_FUNCTION_ARGS)
+{
+	text	   *resource = lease_resource_arg(fcinfo, 0);
+	LeaseCaller caller;
+	Datum		values[1] = {PointerGetDatum(resource)};
+	bool		broken;
+	int64		token = 0;
+
+	lease_begin(&caller);
+	broken = lease_exec(Q_BREAK, values, NULL) > 0;
+	if (broken)
+		token = lease_result_int64(1);
+	lease_end(&caller);
+
+	if (!broken)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(token);
+}
+
+/*
+ * lease_gc -- lease.gc(retain): delete rows free for longer than retain
+ *
+ * Tokens come from the sequence, not from the rows, so a deleted row never
+ * lets a token go backwards.
+ */
+PG_FUNCTION_INFO_V1(lease_gc);
+
+Datum
+lease_gc(PG_FUNCTION_ARGS)
+{
+	int64		retain_usecs = lease_interval_usecs(fcinfo, 0, "retain");
+	Interval   *retain;
+	LeaseCaller caller;
+	Datum		values[1];
+	int64		deleted;
+
+	if (retain_usecs < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retain must not be negative")));
+	retain = palloc0(sizeof(Interval));
+	retain->time = retain_usecs;
+
+	lease_begin(&caller);
+	values[0] = IntervalPGetDatum(retain);
+	lease_exec(Q_GC, values, NULL);
+	deleted = lease_result_int64(1);
+	lease_end(&caller);
+	PG_RETURN_INT64(deleted);
+}
+
+/*
+ * lease_session_alive -- lease.session_alive(pid, started)
+ *
+ * True while the backend with that PID and start time runs.  The start time
+ * tells a reused PID apart.  The local copy of the backend status array is
+ * dropped first: a waiter loops inside one transaction and must see exits.
+ */
+PG_FUNCTION_INFO_V1(lease_session_alive);
+
+Datum
+lease_session_alive(PG_FUNCTION_ARGS)
+{
+	int32		pid = PG_GETARG_INT32(0);
+	TimestampTz started = PG_GETARG_TIMESTAMPTZ(1);
+	int			n;
+
+	if (pid == MyProcPid)
+		PG_RETURN_BOOL(started == MyStartTimestamp);
+
+	pgstat_clear_backend_activity_snapshot();
+	n = pgstat_fetch_stat_numbackends();
+	for (int i = 1; i <= n; i++)
+	{
+		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(i);
+
+		if (local != NULL &&
+			local->backendStatus.st_procpid == pid &&
+			local->backendStatus.st_proc_start_timestamp == started)
+			PG_RETURN_BOOL(true);
+	}
+	PG_RETURN_BOOL(false);
+}
+
+/*
+ * lease_waiters -- lease.waiters(resource): queued waiters, NULL if unknown
+ */
+PG_FUNCTION_INFO_V1(lease_waiters);
+
+Datum
+lease_waiters(PG_FUNCTION_ARGS)
+{
+	int			n = lease_waiter_count(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	if (n < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(n);
+}
