@@ -16,10 +16,11 @@ PORT="${PGLEASE_TEST_PORT:-54329}"
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
 as_owner() {
+	# run from / : the unprivileged user may not be able to enter the caller's directory
 	if [ "$(id -u)" -eq 0 ]; then
 		id postgres >/dev/null 2>&1 ||
 			die "user 'postgres' not found: install postgresql-15 (scripts/install-deps.sh)"
-		runuser -u postgres -- "$@"
+		(cd / && runuser -u postgres -- "$@")
 	else
 		"$@"
 	fi
