@@ -11,7 +11,8 @@ EXTRA_CLEAN = extension/$(EXTENSION)--$(EXTVERSION).sql
 # pg_regress suites (sql/, expected/) and isolation specs (tests/isolation/).
 REGRESS        = basic fence transactions bad_input privileges nested session stats
 REGRESS_OPTS   = --load-extension=$(EXTENSION)
-ISOLATION      = fence_orders_acquire acquire_waits_for_grant break_waits_for_fence
+ISOLATION      = fence_orders_acquire acquire_waits_for_grant break_waits_for_fence \
+                 repeatable_read_conflict
 ISOLATION_OPTS = --load-extension=$(EXTENSION) --inputdir=tests/isolation
 
 PG_CPPFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror

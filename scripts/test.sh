@@ -14,15 +14,7 @@ cd "$ROOT"
 
 "$ROOT/scripts/install-deps.sh"
 
-make -s all
-if [ -w "$(pg_config --sharedir)/extension" ]; then
-	make -s install >/dev/null
-elif command -v sudo >/dev/null 2>&1; then
-	sudo make -s install >/dev/null
-else
-	echo "test.sh: cannot write $(pg_config --sharedir)/extension: run as root (make install needs it)" >&2
-	exit 1
-fi
+"$ROOT/scripts/install-extension.sh"
 
 WORK="$(mktemp -d /tmp/pg_lease_test.XXXXXX)"
 chmod 755 "$WORK"
