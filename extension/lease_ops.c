@@ -16,11 +16,13 @@
  * - lease.fence() takes FOR SHARE on the current grant's row, which blocks
  *   every UPDATE and DELETE of that row until the fencing transaction ends.
  *
- * Waiting never holds a lock on the lease row between tries: a try reads the
- * row without locking it and only UPDATEs a row whose WHERE can pass.  (An
- * INSERT ... ON CONFLICT DO UPDATE would lock the conflicting row even when
- * its WHERE is false, so the holder's renew or release would queue behind the
- * waiter.)
+ * No caller keeps a lock on a lease row it did not change: a try reads the
+ * row without locking it, and every conditional UPDATE runs in a
+ * subtransaction that is rolled back when it changes nothing.  An UPDATE that
+ * waited for a concurrent change and then failed its re-check would otherwise
+ * keep the row locked to the end of the transaction (so would INSERT ... ON
+ * CONFLICT DO UPDATE with a false WHERE), and the new holder's renew or
+ * release would queue behind a waiter.
  *
  * The functions run as the caller but do their table work as the owner of
  * lease.grants, so PUBLIC needs no right on the table; ownership of a grant
@@ -43,6 +45,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -451,6 +454,59 @@ lease_exec(LeaseQuery q, Datum *values, const char *nulls)
 }
 
 /*
+ * lease_exec_change -- run a conditional row change; keep no lock if it fails
+ *
+ * The statement runs in a subtransaction, released if it changed a row and
+ * rolled back (dropping any tuple lock it took) if it changed none.  With
+ * result non-NULL, the first column of the first row returned is stored
+ * there.  Returns the number of rows changed.
+ */
+static uint64
+lease_exec_change(LeaseQuery q, Datum *values, const char *nulls, int64 *result)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	uint64		changed = 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+
+	PG_TRY();
+	{
+		changed = lease_exec(q, values, nulls);
+		if (changed > 0 && result != NULL)
+		{
+			bool		isnull;
+
+			*result = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 1, &isnull));
+		}
+		if (changed > 0)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		/* leave the transaction nesting as the caller's error handler expects it */
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+
+	return changed;
+}
+
+/*
  * lease_result_int64 -- column `col` of the first result row
  */
 static int64
@@ -573,11 +629,13 @@ lease_check_no_hold_and_wait(text *resource, const char *holder)
 /*
  * lease_try_grant -- one try to grant the resource
  *
- * On LEASE_TRY_BUSY, *busy_until is when the current grant expires.
+ * On LEASE_TRY_BUSY, *busy_until is when the current grant expires.  With
+ * may_take false (others are queued first) a free resource counts as busy;
+ * only the holder's own re-acquire goes through.
  */
 static LeaseTry
 lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
-				const char *holder, bool session_bound,
+				const char *holder, bool session_bound, bool may_take,
 				int64 *token, TimestampTz *busy_until)
 {
 	LeaseRow	row;
@@ -585,6 +643,10 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 	char		nulls[8];
 
 	lease_read_row(resource, &row);
+
+	if (!may_take && !(row.found && row.unexpired && !row.session_gone &&
+					   row.owner == caller->role && strcmp(row.holder, holder) == 0))
+		return LEASE_TRY_BUSY;
 
 	if (!row.found)
 	{
@@ -614,7 +676,7 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 			values[0] = PointerGetDatum(resource);
 			values[1] = Int64GetDatum(row.token);
 			values[2] = IntervalPGetDatum(ttl);
-			if (lease_exec(Q_EXTEND_SAME_HOLDER, values, NULL) == 0)
+			if (lease_exec_change(Q_EXTEND_SAME_HOLDER, values, NULL, NULL) == 0)
 				return LEASE_TRY_AGAIN;
 			*token = row.token;
 			return LEASE_TRY_GRANTED;
@@ -640,9 +702,8 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 	if (!session_bound)
 		nulls[5] = nulls[6] = 'n';
 
-	if (lease_exec(Q_TAKE_OVER, values, nulls) == 0)
+	if (lease_exec_change(Q_TAKE_OVER, values, nulls, token) == 0)
 		return LEASE_TRY_AGAIN;
-	*token = lease_result_int64(1);
 	lease_count(LEASE_STAT_GRANTS);
 	if (!row.released)
 		lease_count(LEASE_STAT_TAKEOVERS);
@@ -658,6 +719,8 @@ lease_acquire_common(FunctionCallInfo fcinfo, text *resource, Interval *ttl,
 {
 	LeaseCaller caller;
 	TimestampTz deadline;
+	char	   *res = text_to_cstring(resource);
+	volatile bool queued = false;
 	bool		contended = false;
 	bool		granted = false;
 	int64		token = 0;
@@ -677,38 +740,64 @@ lease_acquire_common(FunctionCallInfo fcinfo, text *resource, Interval *ttl,
 	if (wait_usecs > 0)
 		lease_check_no_hold_and_wait(resource, holder);
 
-	for (;;)
+	PG_TRY();
 	{
-		TimestampTz busy_until = 0;
-		LeaseTry	result;
+		for (;;)
+		{
+			TimestampTz busy_until = DT_NOEND;
+			bool		may_take = lease_queue_may_take(res);
+			LeaseTry	result;
 
-		CHECK_FOR_INTERRUPTS();
-		result = lease_try_grant(&caller, resource, ttl, holder, session_bound,
-								 &token, &busy_until);
-		if (result == LEASE_TRY_GRANTED)
-		{
-			granted = true;
-			break;
-		}
-		if (result == LEASE_TRY_AGAIN)
-			continue;
+			CHECK_FOR_INTERRUPTS();
 
-		if (!contended)
-		{
-			contended = true;
-			lease_count(LEASE_STAT_CONTENDED);
+			/* a queued waiter that is not the head has nothing to try */
+			if (queued && !may_take)
+				result = LEASE_TRY_BUSY;
+			else
+				result = lease_try_grant(&caller, resource, ttl, holder, session_bound,
+										 may_take, &token, &busy_until);
+			if (result == LEASE_TRY_GRANTED)
+			{
+				granted = true;
+				break;
+			}
+			if (result == LEASE_TRY_AGAIN)
+				continue;
+
+			if (!contended)
+			{
+				contended = true;
+				lease_count(LEASE_STAT_CONTENDED);
+			}
+			if (GetCurrentTimestamp() >= deadline)
+			{
+				if (wait_usecs > 0)
+					lease_count(LEASE_STAT_TIMEOUTS);
+				break;
+			}
+			if (!queued && lease_queue_enabled())
+			{
+				lease_queue_join(res);
+				queued = true;
+			}
+			lease_wait_until(Min(deadline, busy_until));
 		}
-		if (GetCurrentTimestamp() >= deadline)
-		{
-			if (wait_usecs > 0)
-				lease_count(LEASE_STAT_TIMEOUTS);
-			break;
-		}
-		lease_wait_until(text_to_cstring(resource), Min(deadline, busy_until));
 	}
+	PG_CATCH();
+	{
+		/* cancel, statement_timeout, any error: never block the next waiter */
+		lease_queue_leave();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	lease_queue_leave();
 
 	if (granted)
+	{
 		lease_remember_grant(resource, holder, token);
+		if (session_bound)
+			lease_note_session_grant(res);
+	}
 
 	lease_end(&caller);
 
@@ -814,7 +903,7 @@ lease_renew(PG_FUNCTION_ARGS)
 	values[2] = IntervalPGetDatum(ttl);
 	values[3] = ObjectIdGetDatum(caller.role);
 	values[4] = BoolGetDatum(caller.is_superuser);
-	renewed = lease_exec(Q_RENEW, values, NULL) > 0;
+	renewed = lease_exec_change(Q_RENEW, values, NULL, NULL) > 0;
 	if (!renewed)
 		lease_check_owner(&caller, resource, token, "renew");
 	lease_end(&caller);
@@ -850,14 +939,17 @@ lease_release(PG_FUNCTION_ARGS)
 	values[1] = Int64GetDatum(token);
 	values[2] = ObjectIdGetDatum(caller.role);
 	values[3] = BoolGetDatum(caller.is_superuser);
-	released = lease_exec(Q_RELEASE, values, NULL) > 0;
+	released = lease_exec_change(Q_RELEASE, values, NULL, NULL) > 0;
 	if (!released)
 		lease_check_owner(&caller, resource, token, "release");
 	lease_end(&caller);
 
 	lease_release_done(release_only);
 	if (released)
+	{
 		lease_count(LEASE_STAT_RELEASES);
+		lease_wake_at_commit(text_to_cstring(resource));
+	}
 	PG_RETURN_BOOL(released);
 }
 
@@ -940,13 +1032,12 @@ lease_break(PG_FUNCTION_ARGS)
 	int64		token = 0;
 
 	lease_begin(&caller);
-	broken = lease_exec(Q_BREAK, values, NULL) > 0;
-	if (broken)
-		token = lease_result_int64(1);
+	broken = lease_exec_change(Q_BREAK, values, NULL, &token) > 0;
 	lease_end(&caller);
 
 	if (!broken)
 		PG_RETURN_NULL();
+	lease_wake_at_commit(text_to_cstring(resource));
 	PG_RETURN_INT64(token);
 }
 
@@ -1000,6 +1091,8 @@ lease_session_alive(PG_FUNCTION_ARGS)
 
 	if (pid == MyProcPid)
 		PG_RETURN_BOOL(started == MyStartTimestamp);
+	if (lease_session_exited(pid, started))
+		PG_RETURN_BOOL(false);
 
 	pgstat_clear_backend_activity_snapshot();
 	n = pgstat_fetch_stat_numbackends();

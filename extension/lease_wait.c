@@ -1,34 +1,276 @@
 /*-------------------------------------------------------------------------
  *
  * lease_wait.c
- *		How a waiting lease.acquire() sleeps between two tries.
+ *		How a waiting lease.acquire() sleeps, and who tries next: the shared
+ *		first-come-first-served wait queue.
  *
- * The grant decision is always made in the table by lease_ops.c; this file
- * only decides when the next try happens.  A sleep ends at the earliest of:
- * the waiter's deadline, the expiry instant of the grant it waits for, and
- * pg_lease.poll_interval from now.  The latch wait lets query cancel,
- * statement_timeout and backend termination in at once.
+ * The grant decision is always made in the table by lease_ops.c; the queue
+ * only decides who may try and when to wake up.  A lost or early wake-up can
+ * therefore only delay a grant, never break safety, and every sleep is also
+ * bounded by a timer (the grant's expiry instant, the waiter's deadline and
+ * pg_lease.poll_interval) as a backstop.
+ *
+ * When pg_lease is preloaded, shared memory holds one WaitSlot per backend
+ * (MaxBackends of them: a backend waits for one resource at a time, so the
+ * pool cannot run out).  A waiting backend takes a ticket from a shared
+ * counter and fills its slot; the head of a resource's queue is the in-use
+ * slot with the smallest ticket.  Only the head tries the table; the others
+ * sleep.  A newcomer, try_acquire included, may take a free resource only if
+ * nobody is queued for it.  Wake-ups set the head's latch:
+ *
+ * - a release or break wakes the head when its transaction commits (woken
+ *   earlier, the head could still see the old row version);
+ * - a head that leaves (granted, timed out, cancelled, or its backend exits)
+ *   wakes the next one;
+ * - a backend that held session-bound grants marks itself exited in its slot
+ *   and wakes their heads as it exits;
+ * - expiry needs no waker: the head sleeps until the grant's expires_at.
+ *
+ * Without preload there is no queue: every waiter re-tries at the expiry
+ * instant and at least every pg_lease.poll_interval.
+ *
+ * Locking notes: WaitQueue.lock (a named LWLock tranche) protects every slot
+ * field and next_ticket.  It is held only for scans of the slot array and
+ * never across anything that can raise an error or sleep.  Latches are set
+ * while holding it (SetLatch does not block).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "storage/backendid.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "pg_lease.h"
 
+typedef struct WaitSlot
+{
+	bool		in_use;			/* waiting for `resource` */
+	int			pgprocno;		/* whose latch to set */
+	uint64		ticket;			/* arrival order */
+	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];
+	/* set by a backend that exits holding session-bound grants */
+	int			exited_pid;
+	TimestampTz exited_start;
+} WaitSlot;
+
+typedef struct WaitQueue
+{
+	LWLock	   *lock;
+	uint64		next_ticket;
+	int			nslots;
+	WaitSlot	slots[FLEXIBLE_ARRAY_MEMBER];
+} WaitQueue;
+
+static WaitQueue *wait_queue = NULL;
+
+/* This backend's slot when it is queued, else NULL. */
+static WaitSlot *my_slot = NULL;
+static bool exit_hook_registered = false;
+
+/* Resources released or broken in the current transaction: wake at commit. */
+#define LEASE_MAX_PENDING_WAKES 16
+static char *pending_wakes[LEASE_MAX_PENDING_WAKES];
+static int	num_pending_wakes = 0;
+static bool pending_wake_all = false;
+
+/* Resources this backend holds session-bound grants of: wake at exit. */
+#define LEASE_MAX_SESSION_GRANTS 16
+static char *session_grants[LEASE_MAX_SESSION_GRANTS];
+static int	num_session_grants = 0;
+static bool session_grants_overflow = false;
+
+static void lease_queue_exit_hook(int code, Datum arg);
+
 /*
- * lease_wait_until -- sleep until wake_at, at most one poll interval
+ * lease_queue_shmem_size -- shared memory for the queue
+ */
+Size
+lease_queue_shmem_size(void)
+{
+	return add_size(offsetof(WaitQueue, slots),
+					mul_size(MaxBackends, sizeof(WaitSlot)));
+}
+
+/*
+ * lease_queue_shmem_init -- attach to (or create) the queue
  *
- * Returns early on any latch event (interrupts are processed here); the
- * caller re-tries in the table, so an early or spurious wake-up costs one
- * query and never breaks safety.
+ * Called from the shmem startup hook with AddinShmemInitLock held.
  */
 void
-lease_wait_until(const char *resource, TimestampTz wake_at)
+lease_queue_shmem_init(void)
+{
+	bool		found;
+
+	wait_queue = ShmemInitStruct("pg_lease wait queue", lease_queue_shmem_size(), &found);
+	if (!found)
+	{
+		wait_queue->lock = &(GetNamedLWLockTranche("pg_lease"))->lock;
+		wait_queue->next_ticket = 1;
+		wait_queue->nslots = MaxBackends;
+		memset(wait_queue->slots, 0, mul_size(MaxBackends, sizeof(WaitSlot)));
+	}
+}
+
+/*
+ * lease_queue_enabled -- is there a queue this backend can use?
+ */
+bool
+lease_queue_enabled(void)
+{
+	return wait_queue != NULL &&
+		MyBackendId != InvalidBackendId &&
+		MyBackendId <= wait_queue->nslots;
+}
+
+/*
+ * queue_head -- the queued slot with the smallest ticket for a resource
+ *
+ * Caller holds the lock.
+ */
+static WaitSlot *
+queue_head(const char *resource)
+{
+	WaitSlot   *head = NULL;
+
+	for (int i = 0; i < wait_queue->nslots; i++)
+	{
+		WaitSlot   *s = &wait_queue->slots[i];
+
+		if (s->in_use && strcmp(s->resource, resource) == 0 &&
+			(head == NULL || s->ticket < head->ticket))
+			head = s;
+	}
+	return head;
+}
+
+/*
+ * wake_head -- set the latch of a resource's queue head, if any
+ *
+ * Caller holds the lock.
+ */
+static void
+wake_head(const char *resource)
+{
+	WaitSlot   *head = queue_head(resource);
+
+	if (head != NULL)
+		SetLatch(&GetPGProcByNumber(head->pgprocno)->procLatch);
+}
+
+/*
+ * lease_queue_may_take -- may this backend take the resource if it is free?
+ *
+ * Yes if nobody is queued for it, or this backend is the head of its queue.
+ */
+bool
+lease_queue_may_take(const char *resource)
+{
+	WaitSlot   *head;
+	bool		result;
+
+	if (wait_queue == NULL)
+		return true;
+
+	LWLockAcquire(wait_queue->lock, LW_SHARED);
+	head = queue_head(resource);
+	result = (head == NULL || head == my_slot);
+	LWLockRelease(wait_queue->lock);
+	return result;
+}
+
+/*
+ * lease_queue_join -- join the tail of a resource's queue
+ */
+void
+lease_queue_join(const char *resource)
+{
+	WaitSlot   *slot;
+
+	Assert(lease_queue_enabled());
+	Assert(my_slot == NULL);
+
+	if (!exit_hook_registered)
+	{
+		before_shmem_exit(lease_queue_exit_hook, (Datum) 0);
+		exit_hook_registered = true;
+	}
+
+	slot = &wait_queue->slots[MyBackendId - 1];
+	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	slot->pgprocno = MyProc->pgprocno;
+	slot->ticket = wait_queue->next_ticket++;
+	strlcpy(slot->resource, resource, sizeof(slot->resource));
+	slot->in_use = true;
+	LWLockRelease(wait_queue->lock);
+	my_slot = slot;
+}
+
+/*
+ * lease_queue_leave -- leave the queue, if queued
+ *
+ * If this backend was the head, the next waiter becomes head and is woken:
+ * it may take a free resource now, or must learn the new grant's expiry.
+ * Safe to call from error and exit paths.
+ */
+void
+lease_queue_leave(void)
+{
+	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];
+	bool		was_head;
+
+	if (my_slot == NULL)
+		return;
+
+	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	was_head = (queue_head(my_slot->resource) == my_slot);
+	strlcpy(resource, my_slot->resource, sizeof(resource));
+	my_slot->in_use = false;
+	my_slot = NULL;
+	if (was_head)
+		wake_head(resource);
+	LWLockRelease(wait_queue->lock);
+}
+
+/*
+ * lease_waiter_count -- backends queued for a resource; -1 without a queue
+ */
+int
+lease_waiter_count(const char *resource)
+{
+	int			n = 0;
+
+	if (wait_queue == NULL)
+		return -1;
+
+	LWLockAcquire(wait_queue->lock, LW_SHARED);
+	for (int i = 0; i < wait_queue->nslots; i++)
+	{
+		WaitSlot   *s = &wait_queue->slots[i];
+
+		if (s->in_use && strcmp(s->resource, resource) == 0)
+			n++;
+	}
+	LWLockRelease(wait_queue->lock);
+	return n;
+}
+
+/*
+ * lease_wait_until -- sleep until wake_at, a wake-up, or one poll interval
+ *
+ * Returns early on any latch event (interrupts are processed here); the
+ * caller re-checks, so an early or spurious wake-up costs one check.
+ */
+void
+lease_wait_until(TimestampTz wake_at)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	long		sleep_ms;
@@ -40,9 +282,7 @@ lease_wait_until(const char *resource, TimestampTz wake_at)
 	}
 
 	/* round up, so a sleep never ends just before the instant it waits for */
-	sleep_ms = (long) ((wake_at - now + 999) / 1000);
-	if (sleep_ms > lease_poll_interval_ms)
-		sleep_ms = lease_poll_interval_ms;
+	sleep_ms = (long) Min((wake_at - now + 999) / 1000, (int64) lease_poll_interval_ms);
 
 	(void) WaitLatch(MyLatch,
 					 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -53,12 +293,131 @@ lease_wait_until(const char *resource, TimestampTz wake_at)
 }
 
 /*
- * lease_waiter_count -- backends waiting for a resource; -1 when unknown
- *
- * Without the shared wait queue nobody counts waiters.
+ * lease_wake_at_commit -- wake the resource's head when this xact commits
  */
-int
-lease_waiter_count(const char *resource)
+void
+lease_wake_at_commit(const char *resource)
 {
-	return -1;
+	if (wait_queue == NULL)
+		return;
+	for (int i = 0; i < num_pending_wakes; i++)
+		if (strcmp(pending_wakes[i], resource) == 0)
+			return;
+	if (num_pending_wakes == LEASE_MAX_PENDING_WAKES)
+	{
+		pending_wake_all = true;
+		return;
+	}
+	pending_wakes[num_pending_wakes++] = MemoryContextStrdup(TopMemoryContext, resource);
+}
+
+/*
+ * lease_wake_pending -- at commit: wake the heads noted; at abort: forget them
+ */
+void
+lease_wake_pending(bool committed)
+{
+	if (committed && wait_queue != NULL && (num_pending_wakes > 0 || pending_wake_all))
+	{
+		LWLockAcquire(wait_queue->lock, LW_SHARED);
+		if (pending_wake_all)
+		{
+			/* every queued backend re-checks whether it is a head */
+			for (int i = 0; i < wait_queue->nslots; i++)
+				if (wait_queue->slots[i].in_use)
+					SetLatch(&GetPGProcByNumber(wait_queue->slots[i].pgprocno)->procLatch);
+		}
+		else
+		{
+			for (int i = 0; i < num_pending_wakes; i++)
+				wake_head(pending_wakes[i]);
+		}
+		LWLockRelease(wait_queue->lock);
+	}
+
+	for (int i = 0; i < num_pending_wakes; i++)
+		pfree(pending_wakes[i]);
+	num_pending_wakes = 0;
+	pending_wake_all = false;
+}
+
+/*
+ * lease_note_session_grant -- this backend holds a session-bound grant
+ *
+ * Its waiters are woken when this backend exits.  Noted at acquire time even
+ * if the transaction later rolls back: a spurious wake-up is harmless.
+ */
+void
+lease_note_session_grant(const char *resource)
+{
+	if (wait_queue == NULL || !lease_queue_enabled())
+		return;
+	if (!exit_hook_registered)
+	{
+		before_shmem_exit(lease_queue_exit_hook, (Datum) 0);
+		exit_hook_registered = true;
+	}
+	for (int i = 0; i < num_session_grants; i++)
+		if (strcmp(session_grants[i], resource) == 0)
+			return;
+	if (num_session_grants == LEASE_MAX_SESSION_GRANTS)
+	{
+		session_grants_overflow = true;
+		return;
+	}
+	session_grants[num_session_grants++] = MemoryContextStrdup(TopMemoryContext, resource);
+}
+
+/*
+ * lease_session_exited -- did that backend announce its exit?
+ *
+ * A backend holding session-bound grants marks itself exited before it wakes
+ * their waiters, so they need not wait for its status entry to disappear.
+ */
+bool
+lease_session_exited(int pid, TimestampTz started)
+{
+	bool		exited = false;
+
+	if (wait_queue == NULL)
+		return false;
+
+	LWLockAcquire(wait_queue->lock, LW_SHARED);
+	for (int i = 0; i < wait_queue->nslots && !exited; i++)
+		exited = (wait_queue->slots[i].exited_pid == pid &&
+				  wait_queue->slots[i].exited_start == started);
+	LWLockRelease(wait_queue->lock);
+	return exited;
+}
+
+/*
+ * lease_queue_exit_hook -- backend exit: leave the queue, free session grants
+ *
+ * Runs before the backend aborts its open transaction, so a waiter woken
+ * here may find the row still locked by it; it then waits on that lock,
+ * which the abort releases.
+ */
+static void
+lease_queue_exit_hook(int code, Datum arg)
+{
+	lease_queue_leave();
+
+	if (num_session_grants == 0 && !session_grants_overflow)
+		return;
+
+	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	wait_queue->slots[MyBackendId - 1].exited_pid = MyProcPid;
+	wait_queue->slots[MyBackendId - 1].exited_start = MyStartTimestamp;
+	if (session_grants_overflow)
+	{
+		for (int i = 0; i < wait_queue->nslots; i++)
+			if (wait_queue->slots[i].in_use)
+				SetLatch(&GetPGProcByNumber(wait_queue->slots[i].pgprocno)->procLatch);
+	}
+	else
+	{
+		for (int i = 0; i < num_session_grants; i++)
+			wake_head(session_grants[i]);
+	}
+	LWLockRelease(wait_queue->lock);
 }

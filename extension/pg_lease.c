@@ -6,7 +6,7 @@
  *
  * The lease state itself lives in the table lease.grants (see lease_ops.c);
  * shared memory only holds what may be lost at a restart without harm: the
- * counters of lease.stats() and, later, the wait queue.  Shared memory exists
+ * counters of lease.stats() and the wait queue (lease_wait.c).  Shared memory exists
  * only when the library is in shared_preload_libraries; without it every
  * lease function still works and only lease.stats() refuses (55000).
  *
@@ -109,7 +109,9 @@ lease_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 
-	RequestAddinShmemSpace(MAXALIGN(sizeof(LeaseSharedState)));
+	RequestAddinShmemSpace(add_size(MAXALIGN(sizeof(LeaseSharedState)),
+									lease_queue_shmem_size()));
+	RequestNamedLWLockTranche("pg_lease", 1);
 }
 
 /*
@@ -130,6 +132,7 @@ lease_shmem_startup(void)
 		for (int i = 0; i < LEASE_NUM_COUNTERS; i++)
 			pg_atomic_init_u64(&lease_state->counters[i], 0);
 	}
+	lease_queue_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -198,11 +201,16 @@ lease_xact_callback(XactEvent event, void *arg)
 			release_only_end = InvalidXLogRecPtr;
 			break;
 		case XACT_EVENT_COMMIT:
+			/* the release is visible now: its waiters may take the resource */
+			release_only_end = InvalidXLogRecPtr;
+			lease_wake_pending(true);
+			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			release_only_end = InvalidXLogRecPtr;
+			lease_wake_pending(false);
 			break;
 		default:
 			break;

@@ -50,7 +50,17 @@ extern bool lease_release_starts(void);
 extern void lease_release_done(bool release_only);
 
 /* lease_wait.c */
-extern void lease_wait_until(const char *resource, TimestampTz wake_at);
+extern Size lease_queue_shmem_size(void);
+extern void lease_queue_shmem_init(void);
+extern bool lease_queue_enabled(void);
+extern bool lease_queue_may_take(const char *resource);
+extern void lease_queue_join(const char *resource);
+extern void lease_queue_leave(void);
 extern int	lease_waiter_count(const char *resource);
+extern void lease_wait_until(TimestampTz wake_at);
+extern void lease_wake_at_commit(const char *resource);
+extern void lease_wake_pending(bool committed);
+extern void lease_note_session_grant(const char *resource);
+extern bool lease_session_exited(int pid, TimestampTz started);
 
 #endif							/* PG_LEASE_H */
