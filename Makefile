@@ -24,7 +24,10 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 .DEFAULT_GOAL := all
-.PHONY: test demo deps
+.PHONY: test demo deps client install-client
+
+BUILD_DIR ?= build
+CMAKE_FLAGS ?=
 
 # These work before the PostgreSQL build files exist: they install them first.
 test:
@@ -36,6 +39,14 @@ demo:
 deps:
 	scripts/install-deps.sh
 
+# The C++ client library, CLI and tests (CMake; see client/CMakeLists.txt).
+client:
+	cmake -S client -B $(BUILD_DIR)/client $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD_DIR)/client -j2
+
+install-client: client
+	cmake --install $(BUILD_DIR)/client >/dev/null
+
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
 else
@@ -45,6 +56,9 @@ all install installcheck:
 endif
 
 all: extension/$(EXTENSION)--$(EXTVERSION).sql
+
+# make install also installs the client (library, headers, CMake and pkg-config files, CLI)
+install: install-client
 
 # One unversioned source script; released versions only get upgrade scripts.
 extension/$(EXTENSION)--$(EXTVERSION).sql: extension/$(EXTENSION).sql

@@ -30,11 +30,11 @@ passed=0
 failed=0
 LOG="$WORK/suite.log"
 
-# count_results -- tally pg_regress ("test x ... ok/FAILED") and TAP-ish lines
+# count_results -- tally pg_regress ("test x ... ok/FAILED"), TAP-ish and GoogleTest lines
 count_results() {
 	local ok bad
-	ok=$(grep -cE '^(test |     )?[a-z_0-9]+ +\.\.\. ok|^ok - ' "$LOG" || true)
-	bad=$(grep -cE '^(test |     )?[a-z_0-9]+ +\.\.\. FAILED|^not ok - ' "$LOG" || true)
+	ok=$(grep -cE '^(test |     )?[a-z_0-9]+ +\.\.\. ok|^ok - |^\[ +OK \] .* \([0-9]+ ms\)$' "$LOG" || true)
+	bad=$(grep -cE '^(test |     )?[a-z_0-9]+ +\.\.\. FAILED|^not ok - |^\[ +FAILED +\] .* \([0-9]+ ms\)$' "$LOG" || true)
 	passed=$((passed + ok))
 	failed=$((failed + bad))
 }
@@ -76,6 +76,12 @@ for mode in preload nopreload; do
 		[ "$(basename "$t")" = lib.sh ] && continue
 		run_suite "$(basename "$t" .sh) ($mode)" bash "$t"
 	done
+	if [ "$mode" = preload ]; then
+		run_suite "advise_test" "$ROOT/build/client/advise_test"
+		run_suite "consumer of the installed package" "$ROOT/scripts/build-consumer.sh"
+		# last: it restarts the cluster
+		run_suite "client_test" "$ROOT/build/client/client_test"
+	fi
 
 	"$ROOT/scripts/cluster.sh" stop "$cluster"
 	if grep -E 'PANIC|TRAP:|terminated by signal' "$cluster/server.log"; then

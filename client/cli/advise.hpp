@@ -1,0 +1,67 @@
+// advise.hpp -- `pglease advise`: which lock configuration fits a job.
+//
+// Pure decision logic (no database, no libpqxx): from the length of the
+// critical section, the number of instances, the infrastructure at hand and
+// what must be protected, it picks a provider, a strategy, a TTL and the
+// safety it gives, printed in the four-line format of DESIGN.md §5. The tree
+// itself is documented at the top of advise.cpp.
+#ifndef PGLEASE_CLI_ADVISE_HPP
+#define PGLEASE_CLI_ADVISE_HPP
+
+#include <chrono>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace pglease::cli {
+
+// Exit codes of advise_main, from sysexits.h so scripts can tell them apart.
+inline constexpr int advise_exit_ok = 0;
+inline constexpr int advise_exit_usage = 64;    // EX_USAGE: bad or missing arguments
+inline constexpr int advise_exit_refused = 65;  // EX_DATAERR: no configuration fits
+
+struct AdviseInput {
+	std::string resource;
+	std::chrono::milliseconds section{0};  // how long the lock is held, typically
+	int instances = 0;                     // processes that compete for the lock
+	std::set<std::string> infra;           // postgres, redis, zookeeper, etcd, memory
+	bool write = false;     // the section writes a shared resource
+	bool strong = false;    // strong consistency required
+	bool failover = false;  // a crashed holder must hand over fast
+	bool explain = false;   // print one "# " line per decision
+	std::string emit;       // "", "sql" or "cpp"
+};
+
+struct Advice {
+	std::string provider;  // Redis, PostgreSQL, ZooKeeper or etcd
+	std::string strategy;  // Redlock, Advisory, Ephemeral or Lease
+	std::chrono::milliseconds ttl{0};
+	std::string safety;                    // fencing or none
+	std::vector<std::string> explanation;  // one sentence per decision, no "# " prefix
+};
+
+// advice is std::nullopt when no configuration is possible (or the input is
+// invalid); refusal then says why and what to add.
+struct AdviseResult {
+	std::optional<Advice> advice;
+	std::string refusal;
+};
+
+// decide -- run the decision tree.
+[[nodiscard]] AdviseResult decide(const AdviseInput& input);
+
+// render -- the four lines, then the explanation when input.explain, then the
+// code for input.emit ("sql" or "cpp"); every line ends with '\n'.
+[[nodiscard]] std::string render(const Advice& advice, const AdviseInput& input);
+
+// advise_main -- parse argv (argv[0] is "advise"), print the advice on out and
+// return advise_exit_ok; a usage error or a refusal is printed on err and
+// returns advise_exit_usage or advise_exit_refused. `--help` prints the usage
+// on out and returns advise_exit_ok.
+[[nodiscard]] int advise_main(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+}  // namespace pglease::cli
+
+#endif  // PGLEASE_CLI_ADVISE_HPP

@@ -1,0 +1,416 @@
+// main.cpp -- the pglease command: a distributed flock and lease tools.
+//
+//   pglease run --resource R --ttl 30s [--wait 10s] [--holder H] [--grace 5s] -- CMD ARGS...
+//   pglease acquire|renew|release|status ...
+//   pglease advise ...
+//
+// The DSN (--dsn) defaults to libpq's environment (PGHOST, PGPORT, ...).
+// Exit codes (README "CLI"): 0 success (run: the command's own status, or
+// 128+N if a signal N ended it), 64 usage, 69 server unavailable or
+// extension missing, 70 internal error, 75 not acquired within --wait,
+// 76 lease lost (run) or token not current (renew/release), 77 permission.
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "advise.hpp"
+#include "duration.hpp"
+#include "pglease/pglease.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int exit_usage = 64;
+constexpr int exit_unavailable = 69;
+constexpr int exit_internal = 70;
+constexpr int exit_not_acquired = 75;
+constexpr int exit_lost = 76;
+constexpr int exit_permission = 77;
+
+const char *const usage_text =
+	"usage: pglease [--dsn DSN] COMMAND [OPTIONS]\n"
+	"\n"
+	"commands:\n"
+	"  run      --resource R --ttl 30s [--wait 10s] [--holder H] [--grace 5s] -- CMD [ARGS...]\n"
+	"           run CMD while holding the lease (renewed every TTL/3); CMD gets PGLEASE_TOKEN\n"
+	"           and PGLEASE_RESOURCE; if the lease is lost CMD gets SIGTERM, then SIGKILL\n"
+	"           after --grace\n"
+	"  acquire  --resource R --ttl 30s [--wait 0s] [--holder H]   print the token\n"
+	"  renew    --resource R --token T --ttl 30s\n"
+	"  release  --resource R --token T\n"
+	"  status   list current leases\n"
+	"  advise   --resource R --section 200ms --instances 8 --infra postgres,... (see advise --help)\n"
+	"\n"
+	"The DSN defaults to libpq's environment (PGHOST, PGPORT, PGDATABASE, ...).\n"
+	"exit codes: 0 ok (run: the command's status, 128+N for signal N), 64 usage,\n"
+	"  69 server unavailable or pg_lease not installed, 70 internal error,\n"
+	"  75 not acquired within --wait, 76 lease lost / token not current, 77 permission\n";
+
+int
+usage_error(const std::string &message)
+{
+	std::cerr << "pglease: " << message << "\n" << usage_text;
+	return exit_usage;
+}
+
+int
+exit_code_for(const pglease::Error &error)
+{
+	switch (error.code) {
+	case pglease::Errc::timeout: return exit_not_acquired;
+	case pglease::Errc::lost: return exit_lost;
+	case pglease::Errc::permission: return exit_permission;
+	case pglease::Errc::invalid_argument: return exit_usage;
+	case pglease::Errc::unavailable:
+	case pglease::Errc::not_installed: return exit_unavailable;
+	case pglease::Errc::nested:
+	case pglease::Errc::internal: return exit_internal;
+	}
+	return exit_internal;
+}
+
+int
+fail(const pglease::Error &error)
+{
+	std::cerr << "pglease: " << error << "\n";
+	return exit_code_for(error);
+}
+
+// Options of one subcommand: --name value pairs; `--` ends them.
+struct Args {
+	std::map<std::string, std::string> values;
+	std::vector<std::string> rest;
+};
+
+std::optional<Args>
+parse_args(int argc, char **argv, int first, const std::vector<std::string> &known, std::string &error)
+{
+	Args args;
+	for (int i = first; i < argc; i++) {
+		std::string a = argv[i];
+		if (a == "--") {
+			for (int j = i + 1; j < argc; j++)
+				args.rest.push_back(argv[j]);
+			break;
+		}
+		if (a.rfind("--", 0) != 0) {
+			error = "unexpected argument '" + a + "'";
+			return std::nullopt;
+		}
+		std::string name = a.substr(2), value;
+		auto eq = name.find('=');
+		if (eq != std::string::npos) {
+			value = name.substr(eq + 1);
+			name = name.substr(0, eq);
+		} else if (i + 1 < argc) {
+			value = argv[++i];
+		} else {
+			error = "option --" + name + " needs a value";
+			return std::nullopt;
+		}
+		if (std::find(known.begin(), known.end(), name) == known.end()) {
+			error = "unknown option --" + name;
+			return std::nullopt;
+		}
+		args.values[name] = value;
+	}
+	return args;
+}
+
+std::optional<std::chrono::milliseconds>
+duration_arg(const Args &args, const std::string &name, std::optional<std::chrono::milliseconds> fallback,
+			 std::string &error)
+{
+	auto it = args.values.find(name);
+	if (it == args.values.end()) {
+		if (!fallback)
+			error = "--" + name + " is required";
+		return fallback;
+	}
+	auto d = pglease::cli::parse_duration(it->second);
+	if (!d)
+		error = "--" + name + ": '" + it->second + "' is not a duration (250ms, 30s, 5m, 2h)";
+	return d;
+}
+
+std::string
+required(const Args &args, const std::string &name, std::string &error)
+{
+	auto it = args.values.find(name);
+	if (it == args.values.end() || it->second.empty()) {
+		error = "--" + name + " is required";
+		return {};
+	}
+	return it->second;
+}
+
+std::optional<std::int64_t>
+token_arg(const Args &args, std::string &error)
+{
+	std::string t = required(args, "token", error);
+	if (t.empty())
+		return std::nullopt;
+	char *end = nullptr;
+	errno = 0;
+	long long v = std::strtoll(t.c_str(), &end, 10);
+	if (errno != 0 || end == t.c_str() || *end != '\0' || v <= 0) {
+		error = "--token: '" + t + "' is not a positive integer";
+		return std::nullopt;
+	}
+	return v;
+}
+
+bool
+wants_help(int argc, char **argv, int first)
+{
+	for (int i = first; i < argc; i++) {
+		if (std::strcmp(argv[i], "--") == 0)
+			return false;
+		if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0)
+			return true;
+	}
+	return false;
+}
+
+// ---- run ---------------------------------------------------------------------
+
+std::atomic<pid_t> g_child{0};
+
+void
+forward_signal(int sig)
+{
+	pid_t child = g_child.load();
+	if (child > 0)
+		kill(child, sig);
+}
+
+int
+cmd_run(const std::string &dsn, const Args &args)
+{
+	std::string error;
+	std::string resource = required(args, "resource", error);
+	auto ttl = duration_arg(args, "ttl", std::nullopt, error);
+	auto wait = duration_arg(args, "wait", 0ms, error);
+	auto grace = duration_arg(args, "grace", 5000ms, error);
+	if (!error.empty())
+		return usage_error(error);
+	if (args.rest.empty())
+		return usage_error("run needs a command after --");
+
+	pglease::Client client{dsn};
+	pglease::LeaseOptions options;
+	options.ttl = *ttl;
+	options.wait = *wait;
+	if (auto h = args.values.find("holder"); h != args.values.end())
+		options.holder = h->second;
+	auto lease = client.acquire(resource, options);
+	if (!lease)
+		return fail(lease.error());
+
+	std::atomic<bool> lost{false};
+	lease->on_lost([&lost](const pglease::Error &e) {
+		std::cerr << "pglease: lease lost: " << e << "\n";
+		lost = true;
+	});
+
+	std::string token = std::to_string(lease->token());
+	setenv("PGLEASE_TOKEN", token.c_str(), 1);
+	setenv("PGLEASE_RESOURCE", resource.c_str(), 1);
+	std::vector<char *> argv;
+	for (const auto &a : args.rest)
+		argv.push_back(const_cast<char *>(a.c_str()));
+	argv.push_back(nullptr);
+
+	pid_t child = fork();
+	if (child < 0) {
+		std::cerr << "pglease: fork: " << std::strerror(errno) << "\n";
+		return exit_internal;
+	}
+	if (child == 0) {
+		execvp(argv[0], argv.data());
+		std::fprintf(stderr, "pglease: cannot run %s: %s\n", argv[0], std::strerror(errno));
+		_exit(127);
+	}
+	g_child = child;
+	struct sigaction sa {};
+	sa.sa_handler = forward_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, nullptr);
+	sigaction(SIGINT, &sa, nullptr);
+	sigaction(SIGHUP, &sa, nullptr);
+
+	int status = 0;
+	std::optional<std::chrono::steady_clock::time_point> kill_at;
+	for (;;) {
+		pid_t done = waitpid(child, &status, WNOHANG);
+		if (done == child)
+			break;
+		if (done < 0 && errno != EINTR) {
+			std::cerr << "pglease: waitpid: " << std::strerror(errno) << "\n";
+			return exit_internal;
+		}
+		// valid() also turns false at the local deadline, before any callback
+		if ((lost || !lease->valid()) && !kill_at) {
+			lost = true;
+			kill(child, SIGTERM);
+			kill_at = std::chrono::steady_clock::now() + *grace;
+		}
+		if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
+			kill(child, SIGKILL);
+			kill_at = std::chrono::steady_clock::time_point::max();
+		}
+		std::this_thread::sleep_for(20ms);
+	}
+	g_child = 0;
+
+	if (lost)
+		return exit_lost;
+	if (auto r = lease->release(); !r && r.error().code == pglease::Errc::lost)
+		return fail(r.error());
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return exit_internal;
+}
+
+// ---- acquire / renew / release / status -----------------------------------------
+
+int
+cmd_acquire(const std::string &dsn, const Args &args)
+{
+	std::string error;
+	std::string resource = required(args, "resource", error);
+	auto ttl = duration_arg(args, "ttl", std::nullopt, error);
+	auto wait = duration_arg(args, "wait", 0ms, error);
+	if (!error.empty())
+		return usage_error(error);
+	pglease::Client client{dsn};
+	pglease::LeaseOptions options;
+	options.ttl = *ttl;
+	options.wait = *wait;
+	options.auto_renew = false;
+	if (auto h = args.values.find("holder"); h != args.values.end())
+		options.holder = h->second;
+	auto lease = client.acquire(resource, options);
+	if (!lease)
+		return fail(lease.error());
+	// the lease outlives this process until its TTL: do not release it
+	std::cout << lease->detach() << "\n";
+	return 0;
+}
+
+int
+cmd_renew_release(const std::string &dsn, const Args &args, bool renew)
+{
+	std::string error;
+	std::string resource = required(args, "resource", error);
+	auto token = token_arg(args, error);
+	std::optional<std::chrono::milliseconds> ttl;
+	if (renew)
+		ttl = duration_arg(args, "ttl", std::nullopt, error);
+	if (!error.empty())
+		return usage_error(error);
+	pglease::Client client{dsn};
+	auto done = renew ? client.renew(resource, *token, *ttl) : client.release(resource, *token);
+	if (!done)
+		return fail(done.error());
+	if (!*done) {
+		std::cerr << "pglease: lease \"" << resource << "\" is not held with token " << *token << "\n";
+		return exit_lost;
+	}
+	return 0;
+}
+
+int
+cmd_status(const std::string &dsn)
+{
+	pglease::Client client{dsn};
+	auto rows = client.status();
+	if (!rows)
+		return fail(rows.error());
+	std::cout << std::left << std::setw(24) << "RESOURCE" << std::setw(28) << "HOLDER" << std::right
+			  << std::setw(10) << "TOKEN" << "  " << std::left << std::setw(12) << "OWNER" << std::right
+			  << std::setw(10) << "REMAINING" << std::setw(9) << "SESSION" << std::setw(9) << "WAITERS" << "\n";
+	for (const auto &r : *rows) {
+		std::cout << std::left << std::setw(24) << r.resource << std::setw(28) << r.holder << std::right
+				  << std::setw(10) << r.token << "  " << std::left << std::setw(12) << r.owner << std::right
+				  << std::setw(9) << std::fixed << std::setprecision(1) << r.remaining.count() / 1000.0 << "s"
+				  << std::setw(9) << (r.session_bound ? "yes" : "no") << std::setw(9)
+				  << (r.waiters ? std::to_string(*r.waiters) : std::string{"-"}) << "\n";
+	}
+	return 0;
+}
+
+} // namespace
+
+int
+main(int argc, char **argv)
+{
+	try {
+		std::string dsn;
+		int i = 1;
+		while (i < argc && std::strncmp(argv[i], "--", 2) == 0) {
+			std::string a = argv[i];
+			if (a == "--help" || a == "-h") {
+				std::cout << usage_text;
+				return 0;
+			}
+			if (a == "--dsn" && i + 1 < argc) {
+				dsn = argv[i + 1];
+				i += 2;
+			} else if (a.rfind("--dsn=", 0) == 0) {
+				dsn = a.substr(6);
+				i++;
+			} else {
+				return usage_error("unknown option " + a);
+			}
+		}
+		if (i >= argc)
+			return usage_error("no command");
+		std::string cmd = argv[i];
+		if (cmd == "advise")
+			return pglease::cli::advise_main(argc - i, argv + i, std::cout, std::cerr);
+		if (wants_help(argc, argv, i + 1)) {
+			std::cout << usage_text;
+			return 0;
+		}
+
+		std::vector<std::string> known = {"dsn", "resource", "ttl", "wait", "holder", "grace", "token"};
+		std::string error;
+		auto args = parse_args(argc, argv, i + 1, known, error);
+		if (!args)
+			return usage_error(error);
+		if (auto d = args->values.find("dsn"); d != args->values.end())
+			dsn = d->second;
+
+		if (cmd == "run")
+			return cmd_run(dsn, *args);
+		if (cmd == "acquire")
+			return cmd_acquire(dsn, *args);
+		if (cmd == "renew")
+			return cmd_renew_release(dsn, *args, true);
+		if (cmd == "release")
+			return cmd_renew_release(dsn, *args, false);
+		if (cmd == "status")
+			return cmd_status(dsn);
+		return usage_error("unknown command '" + cmd + "'");
+	} catch (const std::exception &e) {
+		std::cerr << "pglease: " << e.what() << "\n";
+		return exit_internal;
+	}
+}

@@ -1,0 +1,55 @@
+// pglease/options.hpp -- how a client connects and how a lease is taken.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace pglease {
+
+/// DESIGN §5: Lease (TTL + fencing), Ephemeral (Lease that also ends with
+/// the holder's connection), Advisory (pg_advisory_xact_lock in one
+/// transaction, for sections under a second).
+enum class Strategy { lease, ephemeral, advisory };
+
+[[nodiscard]] std::string_view to_string(Strategy strategy) noexcept;
+
+struct ClientOptions {
+	/// Longest time to establish one connection (libpq connect_timeout).
+	std::chrono::milliseconds connect_timeout{std::chrono::seconds{5}};
+	/// Reconnect backoff: doubles from initial to max, with jitter.
+	std::chrono::milliseconds backoff_initial{std::chrono::milliseconds{100}};
+	std::chrono::milliseconds backoff_max{std::chrono::seconds{5}};
+	/// Idle connections kept for reuse.
+	std::size_t max_idle_connections{4};
+	/// Server-side statement timeout beyond an acquire's wait (and for every
+	/// other call), so no call blocks much longer than it asked to.
+	std::chrono::milliseconds statement_grace{std::chrono::seconds{2}};
+};
+
+struct LeaseOptions {
+	std::chrono::milliseconds ttl{std::chrono::seconds{30}};
+	/// How long acquire may wait for the resource; 0 = try once.
+	std::chrono::milliseconds wait{0};
+	/// Idempotency key and label; empty = a per-client default.
+	std::string holder;
+	Strategy strategy = Strategy::lease;
+	/// Same as strategy = ephemeral.
+	bool session_bound = false;
+	/// Renew in the background every heartbeat (default TTL/3).
+	bool auto_renew = true;
+	/// 0 = TTL/3; must be at most TTL/2.
+	std::chrono::milliseconds heartbeat{0};
+	/// Allow a non-waiting try while this thread holds another lease.
+	bool allow_nested_try = false;
+};
+
+/// The four-line description of a configuration (DESIGN §5):
+///   Provider: PostgreSQL / Strategy: Lease / TTL: 30s / Safety: fencing
+[[nodiscard]] std::string describe(const LeaseOptions &options);
+
+/// "250ms", "30s", "5m", "2h": the shortest exact form.
+[[nodiscard]] std::string format_duration(std::chrono::milliseconds d);
+
+} // namespace pglease

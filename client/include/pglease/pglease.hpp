@@ -1,0 +1,7 @@
+// pglease/pglease.hpp -- the whole client: #include <pglease/pglease.hpp>
+#pragma once
+
+#include "pglease/client.hpp"
+#include "pglease/error.hpp"
+#include "pglease/options.hpp"
+#include "pglease/result.hpp"

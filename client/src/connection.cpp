@@ -1,0 +1,215 @@
+// connection.cpp -- every libpqxx call of the client.
+//
+// Each function runs one SQL API call (one round trip, in a nontransaction)
+// or one transaction, and turns every exception into an Error: SQLSTATEs via
+// errc_from_sqlstate, a broken connection into Errc::unavailable (and the Db
+// is marked unusable, so the pool drops it), anything else into internal.
+#include <pqxx/pqxx>
+
+#include <string>
+
+#include "detail/db.hpp"
+
+namespace pglease::detail {
+
+class Db {
+public:
+	std::unique_ptr<pqxx::connection> conn;
+	bool broken = false;
+	long long statement_timeout_ms = -1; // as last SET on this session
+};
+
+void
+DbDeleter::operator()(Db *db) const noexcept
+{
+	delete db; // ~connection closes the session and never throws
+}
+
+namespace {
+
+std::string
+interval_ms(milliseconds d)
+{
+	return std::to_string(d.count()) + " milliseconds";
+}
+
+// Run body(); map what it throws.
+template <class T, class Body>
+Result<T>
+guarded(Db *db, Body &&body) noexcept
+{
+	try {
+		return body();
+	} catch (const pqxx::broken_connection &e) {
+		if (db)
+			db->broken = true;
+		return Error{Errc::unavailable, "08006", e.what()};
+	} catch (const pqxx::in_doubt_error &e) {
+		if (db)
+			db->broken = true;
+		return Error{Errc::unavailable, "08007", std::string{"transaction outcome unknown: "} + e.what()};
+	} catch (const pqxx::sql_error &e) {
+		if (db && (!db->conn || !db->conn->is_open()))
+			db->broken = true;
+		std::string msg = e.what();
+		while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' '))
+			msg.pop_back();
+		std::string state = e.sqlstate();
+		// a terminated session reports 57P01 and then is gone
+		if (state.rfind("57P", 0) == 0 || state.rfind("08", 0) == 0) {
+			if (db)
+				db->broken = true;
+		}
+		return Error{errc_from_sqlstate(state), state, msg};
+	} catch (const std::exception &e) {
+		if (db && db->conn && !db->conn->is_open())
+			db->broken = true;
+		return Error{Errc::internal, "", e.what()};
+	} catch (...) {
+		return Error{Errc::internal, "", "unknown exception"};
+	}
+}
+
+void
+set_statement_timeout(Db &db, milliseconds timeout)
+{
+	if (db.statement_timeout_ms == timeout.count())
+		return;
+	pqxx::nontransaction tx{*db.conn};
+	tx.exec("SET statement_timeout = " + std::to_string(timeout.count()));
+	db.statement_timeout_ms = timeout.count();
+}
+
+} // namespace
+
+Result<DbPtr>
+db_connect(const std::string &conninfo, milliseconds connect_timeout, milliseconds statement_timeout) noexcept
+{
+	return guarded<DbPtr>(nullptr, [&]() -> Result<DbPtr> {
+		DbPtr db{new Db};
+		// libpq takes the last value of a repeated keyword: the user's own wins
+		std::string ci = "connect_timeout=" +
+			std::to_string(std::max<long long>(1, (connect_timeout.count() + 999) / 1000)) + " " + conninfo;
+		db->conn = std::make_unique<pqxx::connection>(ci);
+		set_statement_timeout(*db, statement_timeout);
+		return db;
+	});
+}
+
+bool
+db_usable(const Db &db) noexcept
+{
+	return !db.broken && db.conn && db.conn->is_open();
+}
+
+int
+db_backend_pid(const Db &db) noexcept
+{
+	return db.conn ? db.conn->backendpid() : 0;
+}
+
+Result<std::optional<std::int64_t>>
+db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wait, const std::string &holder,
+		   bool session_bound, milliseconds statement_timeout) noexcept
+{
+	return guarded<std::optional<std::int64_t>>(&db, [&]() -> Result<std::optional<std::int64_t>> {
+		set_statement_timeout(db, statement_timeout);
+		pqxx::nontransaction tx{*db.conn};
+		pqxx::row r = tx.exec_params1(
+			"SELECT lease.acquire($1, $2::interval, $3::interval, $4, $5)",
+			std::string{resource}, interval_ms(ttl), interval_ms(wait), holder, session_bound);
+		if (r[0].is_null())
+			return std::optional<std::int64_t>{};
+		return std::optional<std::int64_t>{r[0].as<std::int64_t>()};
+	});
+}
+
+Result<bool>
+db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl) noexcept
+{
+	return guarded<bool>(&db, [&]() -> Result<bool> {
+		pqxx::nontransaction tx{*db.conn};
+		pqxx::row r = tx.exec_params1("SELECT lease.renew($1, $2, $3::interval)", std::string{resource}, token,
+									  interval_ms(ttl));
+		return r[0].as<bool>();
+	});
+}
+
+Result<bool>
+db_release(Db &db, std::string_view resource, std::int64_t token) noexcept
+{
+	return guarded<bool>(&db, [&]() -> Result<bool> {
+		pqxx::nontransaction tx{*db.conn};
+		pqxx::row r = tx.exec_params1("SELECT lease.release($1, $2)", std::string{resource}, token);
+		return r[0].as<bool>();
+	});
+}
+
+Result<void>
+db_fenced(Db &db, std::string_view resource, std::int64_t token,
+		  const std::function<void(pqxx::work &)> &fn) noexcept
+{
+	return guarded<void>(&db, [&]() -> Result<void> {
+		pqxx::work tx{*db.conn};
+		tx.exec_params("SELECT lease.fence($1, $2)", std::string{resource}, token);
+		fn(tx);
+		tx.commit();
+		return {};
+	});
+}
+
+Result<void>
+db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) noexcept
+{
+	return guarded<void>(nullptr, [&]() -> Result<void> {
+		// lock_timeout bounds the wait; SET LOCAL ends with the transaction
+		tx.exec("SET LOCAL lock_timeout = " + std::to_string(std::max<long long>(1, wait.count())));
+		// namespaced key, so pg_lease's advisory locks never collide with others'
+		tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended('pglease:' || $1, 0))",
+					   std::string{resource});
+		return {};
+	});
+}
+
+Result<void>
+db_with_advisory(Db &db, std::string_view resource, milliseconds wait,
+				 const std::function<void(pqxx::work &)> &fn) noexcept
+{
+	return guarded<void>(&db, [&]() -> Result<void> {
+		pqxx::work tx{*db.conn};
+		Result<void> locked = db_advisory_lock(tx, resource, wait);
+		if (!locked)
+			return locked.error();
+		fn(tx);
+		tx.commit();
+		return {};
+	});
+}
+
+Result<std::vector<LeaseInfo>>
+db_status(Db &db) noexcept
+{
+	return guarded<std::vector<LeaseInfo>>(&db, [&]() -> Result<std::vector<LeaseInfo>> {
+		pqxx::nontransaction tx{*db.conn};
+		pqxx::result res = tx.exec(
+			"SELECT resource, holder, token, owner::text,"
+			"       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters"
+			"  FROM lease.leases ORDER BY resource");
+		std::vector<LeaseInfo> out;
+		for (const auto &row : res) {
+			LeaseInfo info;
+			info.resource = row[0].as<std::string>();
+			info.holder = row[1].as<std::string>();
+			info.token = row[2].as<std::int64_t>();
+			info.owner = row[3].as<std::string>();
+			info.remaining = milliseconds{row[4].as<long long>()};
+			info.session_bound = row[5].as<bool>();
+			if (!row[6].is_null())
+				info.waiters = row[6].as<int>();
+			out.push_back(std::move(info));
+		}
+		return out;
+	});
+}
+
+} // namespace pglease::detail

@@ -1,0 +1,46 @@
+// detail/db.hpp -- the client's only window on the database.  Every libpqxx
+// call lives in connection.cpp behind these functions; none of them throws.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pglease/client.hpp"
+
+namespace pglease::detail {
+
+class Db; // one server connection
+
+struct DbDeleter {
+	void operator()(Db *db) const noexcept;
+};
+using DbPtr = std::unique_ptr<Db, DbDeleter>;
+
+using std::chrono::milliseconds;
+
+Result<DbPtr> db_connect(const std::string &conninfo, milliseconds connect_timeout,
+						 milliseconds statement_timeout) noexcept;
+/// False once the connection broke; the pool drops such connections.
+[[nodiscard]] bool db_usable(const Db &db) noexcept;
+[[nodiscard]] int db_backend_pid(const Db &db) noexcept;
+
+/// lease.acquire: the token, or nullopt when not granted within wait.
+Result<std::optional<std::int64_t>> db_acquire(Db &db, std::string_view resource, milliseconds ttl,
+											   milliseconds wait, const std::string &holder,
+											   bool session_bound, milliseconds statement_timeout) noexcept;
+Result<bool> db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl) noexcept;
+Result<bool> db_release(Db &db, std::string_view resource, std::int64_t token) noexcept;
+Result<void> db_fenced(Db &db, std::string_view resource, std::int64_t token,
+					   const std::function<void(pqxx::work &)> &fn) noexcept;
+Result<void> db_with_advisory(Db &db, std::string_view resource, milliseconds wait,
+							  const std::function<void(pqxx::work &)> &fn) noexcept;
+Result<void> db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) noexcept;
+Result<std::vector<LeaseInfo>> db_status(Db &db) noexcept;
+
+} // namespace pglease::detail

@@ -1,0 +1,615 @@
+// client_test.cpp -- the C++ client against a real server (started by
+// scripts/test.sh, which exports PGHOST/PGPORT/PGUSER and PGLEASE_CLUSTER).
+// Never skipped: without a server every test fails and says how to get one.
+#include <sys/wait.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <pqxx/pqxx>
+
+#include "pglease/pglease.hpp"
+
+using namespace std::chrono_literals;
+using pglease::Errc;
+
+namespace {
+
+std::string
+unique_resource()
+{
+	const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
+	static std::atomic<int> n{0};
+	return std::string{"cxx/"} + info->name() + "/" + std::to_string(n++);
+}
+
+// A plain admin connection (superuser) for arranging and checking.
+class Admin {
+public:
+	Admin() : conn_("") {}
+	pqxx::row one(const std::string &sql)
+	{
+		pqxx::nontransaction tx{conn_};
+		return tx.exec1(sql);
+	}
+	bool is_current(const std::string &resource, std::int64_t token)
+	{
+		pqxx::nontransaction tx{conn_};
+		return tx.exec_params1("SELECT lease.is_current($1, $2)", resource, token)[0].as<bool>();
+	}
+	std::int64_t acquire(const std::string &resource, const std::string &ttl)
+	{
+		pqxx::nontransaction tx{conn_};
+		auto r = tx.exec_params1("SELECT lease.acquire($1, $2::interval, holder => 'admin')", resource, ttl);
+		return r[0].is_null() ? 0 : r[0].as<std::int64_t>();
+	}
+	void exec(const std::string &sql)
+	{
+		pqxx::nontransaction tx{conn_};
+		tx.exec(sql);
+	}
+	pqxx::connection &conn() { return conn_; }
+
+private:
+	pqxx::connection conn_;
+};
+
+template <class Pred>
+bool
+eventually(Pred pred, std::chrono::milliseconds limit)
+{
+	auto end = std::chrono::steady_clock::now() + limit;
+	while (std::chrono::steady_clock::now() < end) {
+		if (pred())
+			return true;
+		std::this_thread::sleep_for(10ms);
+	}
+	return pred();
+}
+
+int
+run_shell(const std::string &cmd)
+{
+	int st = std::system(cmd.c_str());
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+class ClientTest : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		ASSERT_NE(std::getenv("PGHOST"), nullptr)
+			<< "no test server: run these tests through 'make test' (scripts/test.sh starts one)";
+		try {
+			Admin probe;
+			(void) probe.one("SELECT 1 FROM pg_extension WHERE extname = 'pg_lease'");
+		} catch (const std::exception &e) {
+			FAIL() << "cannot reach the test server with pg_lease installed: " << e.what();
+		}
+	}
+	pglease::LeaseOptions opts(std::chrono::milliseconds ttl, std::chrono::milliseconds wait = 0ms)
+	{
+		pglease::LeaseOptions o;
+		o.ttl = ttl;
+		o.wait = wait;
+		return o;
+	}
+};
+
+} // namespace
+
+// ---- errors and configuration -------------------------------------------------
+
+TEST(Errors, ErrcNamesAndStreaming)
+{
+	EXPECT_EQ(pglease::to_string(Errc::lost), "lost");
+	EXPECT_EQ(pglease::to_string(Errc::not_installed), "not_installed");
+	std::ostringstream os;
+	os << pglease::Error{Errc::lost, "LS001", "stale"};
+	EXPECT_EQ(os.str(), "lost (LS001): stale");
+}
+
+TEST(Errors, RetryableSplitsConnectionFromFinalErrors)
+{
+	EXPECT_TRUE(pglease::is_retryable({Errc::unavailable, "08006", ""}));
+	EXPECT_TRUE(pglease::is_retryable({Errc::timeout, "57014", ""}));
+	EXPECT_TRUE(pglease::is_retryable({Errc::internal, "40001", ""}));
+	EXPECT_FALSE(pglease::is_retryable({Errc::invalid_argument, "22023", ""}));
+	EXPECT_FALSE(pglease::is_retryable({Errc::permission, "42501", ""}));
+	EXPECT_FALSE(pglease::is_retryable({Errc::lost, "LS001", ""}));
+}
+
+// One source of truth: every SQLSTATE the extension defines is mapped, and
+// every SQLSTATE of the README table maps to the Errc the README implies.
+TEST(Errors, SqlstateMappingMatchesExtensionHeaderAndReadme)
+{
+	std::ifstream header{std::string{PGLEASE_SOURCE_DIR} + "/extension/pg_lease.h"};
+	ASSERT_TRUE(header) << "cannot read extension/pg_lease.h";
+	std::stringstream text;
+	text << header.rdbuf();
+	std::regex re{R"(#define\s+(ERRCODE_LEASE_\w+)\s+MAKE_SQLSTATE\('(.)','(.)','(.)','(.)','(.)'\))"};
+	std::map<std::string, Errc> expected = {{"ERRCODE_LEASE_NOT_HELD", Errc::lost},
+											{"ERRCODE_LEASE_NESTED_WAIT", Errc::nested}};
+	int found = 0;
+	std::string s = text.str();
+	for (std::sregex_iterator it{s.begin(), s.end(), re}, end; it != end; ++it) {
+		std::string name = (*it)[1];
+		std::string code = std::string{(*it)[2]} + std::string{(*it)[3]} + std::string{(*it)[4]} +
+			std::string{(*it)[5]} + std::string{(*it)[6]};
+		ASSERT_TRUE(expected.count(name)) << "extension defines " << name << " (" << code
+										  << ") but the client does not map it";
+		EXPECT_EQ(pglease::errc_from_sqlstate(code), expected[name]) << name;
+		found++;
+	}
+	EXPECT_EQ(found, 2) << "expected the two pg_lease SQLSTATEs in pg_lease.h";
+
+	std::ifstream readme{std::string{PGLEASE_SOURCE_DIR} + "/README.md"};
+	ASSERT_TRUE(readme);
+	std::stringstream rt;
+	rt << readme.rdbuf();
+	std::map<std::string, Errc> table = {{"LS001", Errc::lost},		 {"LS002", Errc::nested},
+										 {"22023", Errc::invalid_argument}, {"22004", Errc::invalid_argument},
+										 {"42501", Errc::permission},	 {"55000", Errc::not_installed},
+										 {"0A000", Errc::invalid_argument}};
+	for (const auto &[code, errc] : table) {
+		EXPECT_NE(rt.str().find("| `" + code + "` |"), std::string::npos) << code << " missing from README";
+		EXPECT_EQ(pglease::errc_from_sqlstate(code), errc) << code;
+	}
+}
+
+TEST(Describe, PrintsTheFourLines)
+{
+	pglease::LeaseOptions o;
+	o.ttl = 30s;
+	EXPECT_EQ(pglease::describe(o), "Provider: PostgreSQL\nStrategy: Lease\nTTL: 30s\nSafety: fencing\n");
+	o.strategy = pglease::Strategy::ephemeral;
+	o.ttl = 1500ms;
+	EXPECT_EQ(pglease::describe(o), "Provider: PostgreSQL\nStrategy: Ephemeral\nTTL: 1500ms\nSafety: fencing\n");
+	o.strategy = pglease::Strategy::advisory;
+	o.ttl = 600ms;
+	EXPECT_EQ(pglease::describe(o), "Provider: PostgreSQL\nStrategy: Advisory\nTTL: 600ms\nSafety: none\n");
+}
+
+// ---- grants ------------------------------------------------------------------
+
+TEST_F(ClientTest, AcquireGivesPositiveTokenAndValidLease)
+{
+	pglease::Client client{""};
+	auto r = unique_resource();
+	auto lease = client.acquire(r, opts(10s));
+	ASSERT_TRUE(lease) << lease.error();
+	EXPECT_GT(lease->token(), 0);
+	EXPECT_EQ(lease->resource(), r);
+	EXPECT_TRUE(lease->valid());
+	EXPECT_GT(lease->remaining(), 9s);
+	Admin admin;
+	EXPECT_TRUE(admin.is_current(r, lease->token()));
+}
+
+TEST_F(ClientTest, ContendedAcquireTimesOutWithinItsWait)
+{
+	pglease::Client a{""}, b{""};
+	auto r = unique_resource();
+	auto held = a.acquire(r, opts(10s));
+	ASSERT_TRUE(held) << held.error();
+	// another thread: this one holds a lease, and waiting here would be nested
+	std::thread other([&] {
+		auto t0 = std::chrono::steady_clock::now();
+		auto second = b.acquire(r, opts(10s, 300ms));
+		auto took = std::chrono::steady_clock::now() - t0;
+		ASSERT_FALSE(second);
+		EXPECT_EQ(second.error().code, Errc::timeout);
+		EXPECT_GE(took, 250ms);
+		EXPECT_LT(took, 2s) << "blocked far beyond the wait it asked for";
+	});
+	other.join();
+}
+
+TEST_F(ClientTest, ReleaseThenReacquireGetsHigherToken)
+{
+	pglease::Client client{""};
+	auto r = unique_resource();
+	std::int64_t first = 0;
+	{
+		auto lease = client.acquire(r, opts(10s));
+		ASSERT_TRUE(lease) << lease.error();
+		first = lease->token();
+		ASSERT_TRUE(lease->release());
+		EXPECT_FALSE(lease->valid());
+	}
+	auto again = client.acquire(r, opts(10s));
+	ASSERT_TRUE(again) << again.error();
+	EXPECT_GT(again->token(), first);
+}
+
+TEST_F(ClientTest, DestructorReleases)
+{
+	pglease::Client a{""}, b{""};
+	auto r = unique_resource();
+	std::int64_t token = 0;
+	{
+		auto lease = a.acquire(r, opts(30s));
+		ASSERT_TRUE(lease) << lease.error();
+		token = lease->token();
+	}
+	Admin admin;
+	EXPECT_FALSE(admin.is_current(r, token));
+	auto next = b.try_acquire(r, opts(30s));
+	ASSERT_TRUE(next) << "not released by the destructor: " << next.error();
+	EXPECT_GT(next->token(), token);
+}
+
+TEST_F(ClientTest, RenewExtendsTheLocalDeadline)
+{
+	pglease::Client client{""};
+	auto o = opts(2s);
+	o.auto_renew = false;
+	auto lease = client.acquire(unique_resource(), o);
+	ASSERT_TRUE(lease) << lease.error();
+	std::this_thread::sleep_for(700ms);
+	auto before = lease->remaining();
+	ASSERT_TRUE(lease->renew());
+	EXPECT_GT(lease->remaining(), before + 500ms);
+}
+
+TEST_F(ClientTest, AutoRenewKeepsLeasePastItsTtl)
+{
+	pglease::Client client{""};
+	auto r = unique_resource();
+	auto lease = client.acquire(r, opts(900ms));
+	ASSERT_TRUE(lease) << lease.error();
+	std::this_thread::sleep_for(2500ms);
+	EXPECT_TRUE(lease->valid());
+	Admin admin;
+	EXPECT_TRUE(admin.is_current(r, lease->token()));
+}
+
+TEST_F(ClientTest, HeartbeatOverHalfTtlIsRejected)
+{
+	pglease::Client client{""};
+	auto o = opts(3s);
+	o.heartbeat = 2s;
+	auto lease = client.acquire(unique_resource(), o);
+	ASSERT_FALSE(lease);
+	EXPECT_EQ(lease.error().code, Errc::invalid_argument);
+}
+
+TEST_F(ClientTest, InvalidArgumentsMapTo22023)
+{
+	pglease::Client client{""};
+	auto lease = client.acquire("", opts(10s));
+	ASSERT_FALSE(lease);
+	EXPECT_EQ(lease.error().code, Errc::invalid_argument);
+	EXPECT_EQ(lease.error().sqlstate, "22023");
+	auto longer = client.acquire(unique_resource(), opts(48h));
+	ASSERT_FALSE(longer);
+	EXPECT_EQ(longer.error().sqlstate, "22023");
+	EXPECT_FALSE(pglease::is_retryable(longer.error()));
+}
+
+// ---- loss ----------------------------------------------------------------------
+
+TEST_F(ClientTest, RenewAfterTakeoverIsReportedLostExactlyOnce)
+{
+	pglease::Client a{""}, b{""};
+	auto r = unique_resource();
+	auto o = opts(1s);
+	o.auto_renew = false;
+	auto lease = a.acquire(r, o);
+	ASSERT_TRUE(lease) << lease.error();
+	std::atomic<int> calls{0};
+	lease->on_lost([&](const pglease::Error &e) {
+		EXPECT_EQ(e.code, Errc::lost);
+		calls++;
+	});
+	std::this_thread::sleep_for(1200ms);
+	auto taker = b.acquire(r, opts(10s));
+	ASSERT_TRUE(taker) << taker.error();
+	auto renewed = lease->renew();
+	ASSERT_FALSE(renewed);
+	EXPECT_EQ(renewed.error().code, Errc::lost);
+	(void) lease->renew();
+	EXPECT_EQ(calls.load(), 1);
+	EXPECT_FALSE(lease->valid());
+	EXPECT_TRUE(lease->cancel_token().cancelled());
+	EXPECT_GT(taker->token(), lease->token());
+}
+
+TEST_F(ClientTest, BreakIsNoticedByAutoRenewAndCallbackRunsOnce)
+{
+	pglease::Client client{""};
+	auto r = unique_resource();
+	auto lease = client.acquire(r, opts(1500ms));
+	ASSERT_TRUE(lease) << lease.error();
+	std::atomic<int> calls{0};
+	lease->on_lost([&](const pglease::Error &) { calls++; });
+	Admin admin;
+	admin.exec("SELECT lease.break('" + r + "')");
+	EXPECT_TRUE(eventually([&] { return calls.load() == 1; }, 2s)) << "loss not reported";
+	std::this_thread::sleep_for(1s);
+	EXPECT_EQ(calls.load(), 1);
+	EXPECT_FALSE(lease->valid());
+}
+
+TEST_F(ClientTest, NestedAcquireIsRefused)
+{
+	pglease::Client client{""};
+	auto outer = client.acquire(unique_resource(), opts(10s));
+	ASSERT_TRUE(outer) << outer.error();
+	auto inner = client.acquire(unique_resource(), opts(10s, 1s));
+	ASSERT_FALSE(inner);
+	EXPECT_EQ(inner.error().code, Errc::nested);
+	auto try_inner = client.try_acquire(unique_resource(), opts(10s));
+	ASSERT_FALSE(try_inner);
+	EXPECT_EQ(try_inner.error().code, Errc::nested);
+	auto allowed = opts(10s);
+	allowed.allow_nested_try = true;
+	auto explicit_try = client.try_acquire(unique_resource(), allowed);
+	EXPECT_TRUE(explicit_try) << explicit_try.error();
+	// another thread holds nothing: not nested
+	std::thread other([&] {
+		auto l = client.acquire(unique_resource(), opts(10s, 1s));
+		EXPECT_TRUE(l) << l.error();
+	});
+	other.join();
+}
+
+// ---- fenced writes ------------------------------------------------------------
+
+TEST_F(ClientTest, FencedWriteCommitsWhileHeld)
+{
+	Admin admin;
+	admin.exec("CREATE TABLE IF NOT EXISTS cxx_ledger (resource text, token bigint)");
+	pglease::Client client{""};
+	auto r = unique_resource();
+	auto lease = client.acquire(r, opts(10s));
+	ASSERT_TRUE(lease) << lease.error();
+	auto wrote = client.fenced(*lease, [&](pqxx::work &tx) {
+		tx.exec_params("INSERT INTO cxx_ledger VALUES ($1, $2)", r, lease->token());
+		return 42;
+	});
+	ASSERT_TRUE(wrote) << wrote.error();
+	EXPECT_EQ(*wrote, 42);
+	pqxx::nontransaction tx{admin.conn()};
+	EXPECT_EQ(tx.exec_params1("SELECT count(*) FROM cxx_ledger WHERE resource = $1", r)[0].as<int>(), 1);
+}
+
+TEST_F(ClientTest, FencedWriteWithStaleTokenIsRejectedAndNotWritten)
+{
+	Admin admin;
+	admin.exec("CREATE TABLE IF NOT EXISTS cxx_ledger (resource text, token bigint)");
+	pglease::Client a{""}, b{""};
+	auto r = unique_resource();
+	auto o = opts(1s);
+	o.auto_renew = false;
+	auto lease = a.acquire(r, o);
+	ASSERT_TRUE(lease) << lease.error();
+	std::this_thread::sleep_for(1200ms);
+	auto taker = b.acquire(r, opts(10s));
+	ASSERT_TRUE(taker) << taker.error();
+	bool ran = false;
+	auto wrote = a.fenced(*lease, [&](pqxx::work &tx) {
+		ran = true;
+		tx.exec_params("INSERT INTO cxx_ledger VALUES ($1, $2)", r, lease->token());
+	});
+	ASSERT_FALSE(wrote);
+	EXPECT_EQ(wrote.error().code, Errc::lost);
+	EXPECT_EQ(wrote.error().sqlstate, "LS001");
+	EXPECT_FALSE(ran) << "the write ran after a failed fence";
+	pqxx::nontransaction tx{admin.conn()};
+	EXPECT_EQ(tx.exec_params1("SELECT count(*) FROM cxx_ledger WHERE resource = $1", r)[0].as<int>(), 0);
+	EXPECT_FALSE(lease->valid());
+}
+
+TEST_F(ClientTest, ExceptionInFencedCallbackRollsBackAndIsReported)
+{
+	Admin admin;
+	admin.exec("CREATE TABLE IF NOT EXISTS cxx_ledger (resource text, token bigint)");
+	pglease::Client client{""};
+	auto r = unique_resource();
+	auto lease = client.acquire(r, opts(10s));
+	ASSERT_TRUE(lease) << lease.error();
+	auto wrote = client.fenced(*lease, [&](pqxx::work &tx) {
+		tx.exec_params("INSERT INTO cxx_ledger VALUES ($1, $2)", r, lease->token());
+		throw std::runtime_error("application failure");
+	});
+	ASSERT_FALSE(wrote);
+	EXPECT_EQ(wrote.error().code, Errc::internal);
+	pqxx::nontransaction tx{admin.conn()};
+	EXPECT_EQ(tx.exec_params1("SELECT count(*) FROM cxx_ledger WHERE resource = $1", r)[0].as<int>(), 0);
+	EXPECT_TRUE(lease->valid());
+}
+
+// ---- advisory ----------------------------------------------------------------------
+
+TEST_F(ClientTest, AdvisoryStrategyTimesOutCleanly)
+{
+	pglease::Client client{""};
+	auto r = unique_resource();
+	Admin admin;
+	pqxx::work holder{admin.conn()};
+	holder.exec_params("SELECT pg_advisory_xact_lock(hashtextextended('pglease:' || $1, 0))", r);
+	bool ran = false;
+	auto t0 = std::chrono::steady_clock::now();
+	auto done = client.with_advisory(r, 200ms, [&](pqxx::work &) { ran = true; });
+	auto took = std::chrono::steady_clock::now() - t0;
+	ASSERT_FALSE(done);
+	EXPECT_EQ(done.error().code, Errc::timeout);
+	EXPECT_FALSE(ran);
+	EXPECT_LT(took, 1500ms);
+	holder.commit();
+	auto later = client.with_advisory(r, 200ms, [&](pqxx::work &) { ran = true; });
+	EXPECT_TRUE(later) << later.error();
+	EXPECT_TRUE(ran);
+}
+
+TEST_F(ClientTest, AcquireWithAdvisoryStrategyPointsToWithAdvisory)
+{
+	pglease::Client client{""};
+	auto o = opts(1s);
+	o.strategy = pglease::Strategy::advisory;
+	auto lease = client.acquire(unique_resource(), o);
+	ASSERT_FALSE(lease);
+	EXPECT_EQ(lease.error().code, Errc::invalid_argument);
+}
+
+// ---- connections -----------------------------------------------------------------
+
+TEST_F(ClientTest, AcquireWhileServerDownReturnsUnavailablePromptly)
+{
+	pglease::ClientOptions co;
+	co.connect_timeout = 1s;
+	pglease::Client client{"host=/nonexistent-pglease-socket-dir port=1", co};
+	auto t0 = std::chrono::steady_clock::now();
+	auto lease = client.acquire(unique_resource(), opts(5s, 5s));
+	auto first = std::chrono::steady_clock::now() - t0;
+	ASSERT_FALSE(lease);
+	EXPECT_EQ(lease.error().code, Errc::unavailable);
+	EXPECT_TRUE(pglease::is_retryable(lease.error()));
+	EXPECT_LT(first, 2s);
+	t0 = std::chrono::steady_clock::now();
+	auto again = client.acquire(unique_resource(), opts(5s, 5s));
+	ASSERT_FALSE(again);
+	EXPECT_EQ(again.error().code, Errc::unavailable);
+	EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms) << "backoff should answer at once";
+}
+
+TEST_F(ClientTest, TerminatedConnectionIsReplacedAndLeaseKept)
+{
+	pglease::Client client{"application_name=cxx_terminated"};
+	auto r = unique_resource();
+	auto lease = client.acquire(r, opts(1500ms));
+	ASSERT_TRUE(lease) << lease.error();
+	Admin admin;
+	admin.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cxx_terminated'");
+	std::this_thread::sleep_for(2500ms);
+	EXPECT_TRUE(lease->valid()) << "auto-renew did not reconnect";
+	EXPECT_TRUE(admin.is_current(r, lease->token()));
+}
+
+TEST_F(ClientTest, EphemeralLeaseEndsWithItsConnection)
+{
+	pglease::Client client{"application_name=cxx_ephemeral"};
+	auto r = unique_resource();
+	auto o = opts(30s);
+	o.strategy = pglease::Strategy::ephemeral;
+	auto lease = client.acquire(r, o);
+	ASSERT_TRUE(lease) << lease.error();
+	std::atomic<int> calls{0};
+	lease->on_lost([&](const pglease::Error &) { calls++; });
+	Admin admin;
+	admin.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cxx_ephemeral'");
+	pglease::Client other{""};
+	auto o2 = opts(10s);
+	o2.allow_nested_try = true; // this thread still holds `lease` locally
+	bool taken = eventually([&] { return static_cast<bool>(other.try_acquire(r, o2)); }, 3s);
+	EXPECT_TRUE(taken) << "session-bound grant outlived its connection";
+	auto renewed = lease->renew();
+	EXPECT_FALSE(renewed);
+	EXPECT_TRUE(eventually([&] { return calls.load() == 1; }, 1s));
+	EXPECT_FALSE(lease->valid());
+}
+
+// Restarts the test cluster: keep these last in the file.
+TEST_F(ClientTest, ServerRestartWhileLeaseHeldKeepsLeaseWithinTtl)
+{
+	const char *cluster = std::getenv("PGLEASE_CLUSTER");
+	ASSERT_NE(cluster, nullptr) << "PGLEASE_CLUSTER unset: run through make test";
+	pglease::Client client{""};
+	auto r = unique_resource();
+	auto lease = client.acquire(r, opts(20s));
+	ASSERT_TRUE(lease) << lease.error();
+	ASSERT_EQ(run_shell(std::string{PGLEASE_SOURCE_DIR} + "/scripts/cluster.sh restart '" + cluster + "' fast"), 0);
+	ASSERT_TRUE(eventually([&] { return static_cast<bool>(lease->renew()); }, 10s)) << "no reconnect";
+	EXPECT_TRUE(lease->valid());
+	Admin admin;
+	EXPECT_TRUE(admin.is_current(r, lease->token()));
+}
+
+TEST_F(ClientTest, ServerDownPastTtlReportsLeaseLostOnce)
+{
+	const char *cluster = std::getenv("PGLEASE_CLUSTER");
+	ASSERT_NE(cluster, nullptr) << "PGLEASE_CLUSTER unset: run through make test";
+	pglease::ClientOptions co;
+	co.connect_timeout = 1s;
+	pglease::Client client{"", co};
+	auto lease = client.acquire(unique_resource(), opts(1200ms));
+	ASSERT_TRUE(lease) << lease.error();
+	std::atomic<int> calls{0};
+	lease->on_lost([&](const pglease::Error &e) {
+		EXPECT_EQ(e.code, Errc::lost);
+		calls++;
+	});
+	std::string script = std::string{PGLEASE_SOURCE_DIR} + "/scripts/cluster.sh";
+	ASSERT_EQ(run_shell(script + " stop '" + cluster + "' immediate"), 0);
+	bool reported = eventually([&] { return calls.load() == 1; }, 4s);
+	ASSERT_EQ(run_shell(script + " start '" + cluster + "' \"$(cat '" + cluster + "/mode')\""), 0);
+	EXPECT_TRUE(reported) << "loss not reported while the server was down";
+	EXPECT_FALSE(lease->valid());
+	std::this_thread::sleep_for(500ms);
+	EXPECT_EQ(calls.load(), 1);
+}
+
+// ---- the CLI -----------------------------------------------------------------------
+
+TEST_F(ClientTest, CliRunExportsTokenAndReturnsCommandStatus)
+{
+	std::string cli = PGLEASE_CLI;
+	auto r = unique_resource();
+	EXPECT_EQ(run_shell(cli + " run --resource '" + r + "' --ttl 5s -- sh -c 'test \"$PGLEASE_TOKEN\" -gt 0 && test \"$PGLEASE_RESOURCE\" = \"" + r + "\"'"), 0);
+	EXPECT_EQ(run_shell(cli + " run --resource '" + r + "' --ttl 5s -- sh -c 'exit 3'"), 3);
+}
+
+TEST_F(ClientTest, CliRunNotAcquiredExits75)
+{
+	std::string cli = PGLEASE_CLI;
+	auto r = unique_resource();
+	Admin admin;
+	ASSERT_GT(admin.acquire(r, "30 s"), 0);
+	EXPECT_EQ(run_shell(cli + " run --resource '" + r + "' --ttl 5s --wait 200ms -- true 2>/dev/null"), 75);
+}
+
+TEST_F(ClientTest, CliRunStopsCommandWhenLeaseLostAndExits76)
+{
+	std::string cli = PGLEASE_CLI;
+	auto r = unique_resource();
+	std::atomic<int> code{-1};
+	auto t0 = std::chrono::steady_clock::now();
+	std::thread runner([&] { code = run_shell(cli + " run --resource '" + r + "' --ttl 2s -- sleep 30 2>/dev/null"); });
+	Admin admin;
+	ASSERT_TRUE(eventually([&] {
+		return admin.one("SELECT count(*) FROM lease.leases WHERE resource = '" + r + "'")[0].as<int>() == 1;
+	}, 5s));
+	admin.exec("SELECT lease.break('" + r + "')");
+	runner.join();
+	EXPECT_EQ(code.load(), 76);
+	EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s) << "the command was not stopped";
+}
+
+TEST_F(ClientTest, CliAcquireRenewReleaseAndStatus)
+{
+	std::string cli = PGLEASE_CLI;
+	auto r = unique_resource();
+	std::string out = "/tmp/pglease_cli_token_" + std::to_string(getpid());
+	ASSERT_EQ(run_shell(cli + " acquire --resource '" + r + "' --ttl 30s > " + out), 0);
+	std::ifstream in{out};
+	long long token = 0;
+	in >> token;
+	std::remove(out.c_str());
+	ASSERT_GT(token, 0);
+	Admin admin;
+	EXPECT_TRUE(admin.is_current(r, token)) << "acquire must leave the lease held after the CLI exits";
+	EXPECT_EQ(run_shell(cli + " acquire --resource '" + r + "' --ttl 30s 2>/dev/null"), 75);
+	EXPECT_EQ(run_shell(cli + " renew --resource '" + r + "' --token " + std::to_string(token) + " --ttl 30s"), 0);
+	EXPECT_EQ(run_shell(cli + " status | grep -q '" + r + "'"), 0);
+	EXPECT_EQ(run_shell(cli + " release --resource '" + r + "' --token " + std::to_string(token)), 0);
+	EXPECT_EQ(run_shell(cli + " release --resource '" + r + "' --token " + std::to_string(token) + " 2>/dev/null"), 76);
+	EXPECT_EQ(run_shell(cli + " acquire --resource '" + r + "' 2>/dev/null"), 64);
+}
