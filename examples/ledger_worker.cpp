@@ -66,9 +66,11 @@ main(int argc, char **argv)
 		});
 		if (wrote)
 			say(name, "wrote entry " + std::to_string(i) + " with token " + std::to_string(lease->token()));
-		else
+		else {
+			const std::string &m = wrote.error().message;
 			say(name, "write REJECTED with token " + std::to_string(lease->token()) + ": " +
-						  wrote.error().sqlstate + " " + wrote.error().message);
+						  wrote.error().sqlstate + " " + m.substr(0, m.find('\n')));
+		}
 		(void) lease->release();
 		std::this_thread::sleep_for(50ms);
 	}
