@@ -77,6 +77,9 @@ for mode in preload nopreload; do
 		run_suite "$(basename "$t" .sh) ($mode)" bash "$t"
 	done
 	if [ "$mode" = preload ]; then
+		psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE pglease_client"
+		psql -X -q -v ON_ERROR_STOP=1 -d pglease_client -c "CREATE EXTENSION pg_lease"
+		export PGDATABASE=pglease_client
 		run_suite "advise_test" "$ROOT/build/client/advise_test"
 		run_suite "consumer of the installed package" "$ROOT/scripts/build-consumer.sh"
 		# last: it restarts the cluster

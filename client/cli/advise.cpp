@@ -248,7 +248,8 @@ choose(const AdviseInput& input, const Infra& infra, std::vector<std::string>& w
 			why.push_back("Redis Redlock: a majority of independent nodes keeps the lock available when one fails");
 			return Choice::redlock;
 		}
-		why.push_back(consensus + ": the lock ends with the holder's session or lease");
+		why.push_back(infra.zookeeper ? "ZooKeeper: the lock's ephemeral znode ends with the holder's session"
+									  : "etcd: the lock ends with the holder's etcd lease");
 		return Choice::consensus;
 	}
 
@@ -312,7 +313,7 @@ chrono_expression(milliseconds duration)
 [[nodiscard]] std::string
 advisory_key_sql(const std::string& resource)
 {
-	return "hashtextextended('pglease:' || " + sql_literal(resource) + ", 0)";
+	return "hashtextextended(" + sql_literal(std::string{advisory_key_prefix}) + " || " + sql_literal(resource) + ", 0)";
 }
 
 [[nodiscard]] std::string

@@ -16,7 +16,7 @@ struct DurationUnit {
 	rep milliseconds;
 };
 
-// Largest first: format_duration takes the first unit that divides exactly.
+// Units a duration may be written in.
 constexpr std::array<DurationUnit, 4> duration_units{{
 	{"h", 3'600'000},
 	{"m", 60'000},
@@ -108,16 +108,5 @@ parse_duration(std::string_view text) noexcept
 	return std::chrono::milliseconds{total};
 }
 
-std::string
-format_duration(std::chrono::milliseconds duration)
-{
-	const rep ms = duration.count();
-	if (ms == 0)
-		return "0s";
-	for (const DurationUnit& unit : duration_units)
-		if (ms % unit.milliseconds == 0)
-			return std::to_string(ms / unit.milliseconds) + std::string{unit.suffix};
-	return std::to_string(ms) + "ms";  // not reached: the last unit divides everything
-}
 
 }  // namespace pglease::cli

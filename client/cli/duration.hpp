@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "pglease/options.hpp"
+
 namespace pglease::cli {
 
 // parse_duration -- `250ms`, `30s`, `5m`, `2h`, `1.5s`, `30` (seconds).
@@ -21,10 +23,9 @@ namespace pglease::cli {
 [[nodiscard]] std::optional<std::chrono::milliseconds>
 parse_duration(std::string_view text) noexcept;
 
-// format_duration -- the shortest exact form: 30000 -> "30s", 300000 -> "5m",
-// 7200000 -> "2h", 1500 -> "1500ms", 0 -> "0s". parse_duration reads it back
-// to the same value.
-[[nodiscard]] std::string format_duration(std::chrono::milliseconds duration);
+// format_duration -- the library's (pglease/options.hpp): the shortest exact
+// form, 30000 -> "30s", 1500 -> "1500ms"; parse_duration reads it back.
+using pglease::format_duration;
 
 }  // namespace pglease::cli
 

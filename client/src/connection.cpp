@@ -165,8 +165,8 @@ db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) n
 		// lock_timeout bounds the wait; SET LOCAL ends with the transaction
 		tx.exec("SET LOCAL lock_timeout = " + std::to_string(std::max<long long>(1, wait.count())));
 		// namespaced key, so pg_lease's advisory locks never collide with others'
-		tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended('pglease:' || $1, 0))",
-					   std::string{resource});
+		tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1 || $2, 0))",
+					   std::string{advisory_key_prefix}, std::string{resource});
 		return {};
 	});
 }

@@ -49,6 +49,11 @@ struct LeaseOptions {
 ///   Provider: PostgreSQL / Strategy: Lease / TTL: 30s / Safety: fencing
 [[nodiscard]] std::string describe(const LeaseOptions &options);
 
+/// Advisory locks of Strategy::advisory are taken on
+/// hashtextextended(advisory_key_prefix || resource, 0), so they never collide
+/// with other users of advisory locks.
+inline constexpr std::string_view advisory_key_prefix = "pglease:";
+
 /// "250ms", "30s", "5m", "2h": the shortest exact form.
 [[nodiscard]] std::string format_duration(std::chrono::milliseconds d);
 
