@@ -24,7 +24,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 .DEFAULT_GOAL := all
-.PHONY: test demo deps client install-client
+.PHONY: test demo deps client install-client faults
 
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
@@ -35,6 +35,9 @@ test:
 
 demo:
 	scripts/demo.sh
+
+faults:
+	scripts/faults.sh
 
 deps:
 	scripts/install-deps.sh
