@@ -16,6 +16,10 @@ ISOLATION      = fence_orders_acquire acquire_waits_for_grant break_waits_for_fe
 ISOLATION_OPTS = --load-extension=$(EXTENSION) --inputdir=tests/isolation
 
 PG_CPPFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror
+# make LEASE_ASSERTS=1: Assert()s of the extension checked (make faults builds so)
+ifdef LEASE_ASSERTS
+PG_CPPFLAGS += -DUSE_ASSERT_CHECKING
+endif
 
 # Bitcode for JIT inlining buys nothing for these functions, and would need clang.
 override with_llvm = no

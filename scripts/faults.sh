@@ -5,17 +5,29 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
+QUICK="${FAULTS_QUICK:-0}"
 if [ "${FAULTS_SKIP_BUILD:-0}" != 1 ]; then
 	"$ROOT/scripts/install-deps.sh"
 	"$ROOT/scripts/install-extension.sh"
+fi
+tests="checker_selftest crash pause failover hostile_input privilege_audit pooler"
+if [ "$QUICK" != 1 ]; then
+	# the full run: the extension with its Assert()s checked, and the client
+	# suite under AddressSanitizer/UBSan; the normal build is put back after
+	tests="$tests client_sanitized"
+	make -s clean >/dev/null
+	make -s LEASE_ASSERTS=1 >/dev/null
+	make -s install >/dev/null
+	echo "# extension built with USE_ASSERT_CHECKING"
+	restore_build() { make -s clean >/dev/null; make -s >/dev/null; make -s install >/dev/null; }
+	trap 'restore_build' EXIT
 fi
 
 passed=0
 failed=0
 port=54400
-LOG="$(mktemp)"
-trap 'rm -f "$LOG"' EXIT
-for t in checker_selftest crash pause failover hostile_input privilege_audit pooler; do
+LOG="$(mktemp /tmp/pg_lease_faults_log.XXXXXX)"
+for t in $tests; do
 	script="tests/faults/$t.sh"
 	[ -f "$script" ] || { echo "not ok - $t: $script missing"; failed=$((failed + 1)); continue; }
 	echo "=== $t"
@@ -34,6 +46,7 @@ for t in checker_selftest crash pause failover hostile_input privilege_audit poo
 	echo "# $t: $(($(date +%s) - start)) s"
 	port=$((port + 5))
 done
+rm -f "$LOG"
 echo
 echo "faults: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

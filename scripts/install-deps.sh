@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
 	postgresql-15 postgresql-server-dev-15 postgresql-contrib
-	libpq-dev make gcc g++ cmake pkg-config libpqxx-dev libgtest-dev
+	libpq-dev make gcc g++ cmake pkg-config libpqxx-dev libgtest-dev pgbouncer
 )
 
 missing=()

@@ -87,6 +87,7 @@ for mode in preload nopreload; do
 	fi
 
 	"$ROOT/scripts/cluster.sh" stop "$cluster"
+	unset PGDATABASE
 	if grep -E 'PANIC|TRAP:|terminated by signal' "$cluster/server.log"; then
 		echo "not ok - server log of $mode cluster is clean"
 		failed=$((failed + 1))
@@ -95,6 +96,9 @@ for mode in preload nopreload; do
 		passed=$((passed + 1))
 	fi
 done
+
+# the quick part of the fault suite (make faults runs it in full)
+run_suite "fault suite, quick (tests/faults)" env FAULTS_QUICK=1 FAULTS_SKIP_BUILD=1 "$ROOT/scripts/faults.sh"
 
 echo
 echo "$passed passed, $failed failed"

@@ -11,6 +11,7 @@
 # promoted standby and its tokens go back; the checker must say so.
 source "$(dirname "$0")/lib.sh"
 PORT="${FAULTS_PORT:-54403}"
+if [ "$QUICK" = 1 ]; then RUN_SECONDS=9; else RUN_SECONDS=14; fi
 BINDIR="$(pg_config --bindir)"
 as_pg() { (cd / && runuser -u postgres -- "$@"); }
 q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
@@ -47,7 +48,7 @@ run_failover() {
 	export FAULT_DSN_FILE="$WORK/$mode.dsn"
 	WORKER_PIDS=()
 	for n in $(seq 1 8); do
-		"$WORKER" "w$n" 16 14 "$WORK/$mode-w$n.log" 2>"$WORK/$mode-w$n.err" &
+		"$WORKER" "w$n" 16 "$RUN_SECONDS" "$WORK/$mode-w$n.log" 2>"$WORK/$mode-w$n.err" &
 		WORKER_PIDS+=($!)
 	done
 	sleep 3
