@@ -293,6 +293,37 @@ lease_wait_until(TimestampTz wake_at)
 }
 
 /*
+ * note_resource -- add a resource to a small bounded set
+ *
+ * When the set is full, *overflow is set instead: the caller then wakes every
+ * queued backend, which costs some spurious wake-ups and loses nothing.
+ */
+static void
+note_resource(char **set, int *n, int max, bool *overflow, const char *resource)
+{
+	for (int i = 0; i < *n; i++)
+		if (strcmp(set[i], resource) == 0)
+			return;
+	if (*n == max)
+		*overflow = true;
+	else
+		set[(*n)++] = MemoryContextStrdup(TopMemoryContext, resource);
+}
+
+/*
+ * wake_everyone -- set the latch of every queued backend
+ *
+ * Caller holds the lock.
+ */
+static void
+wake_everyone(void)
+{
+	for (int i = 0; i < wait_queue->nslots; i++)
+		if (wait_queue->slots[i].in_use)
+			SetLatch(&GetPGProcByNumber(wait_queue->slots[i].pgprocno)->procLatch);
+}
+
+/*
  * lease_wake_at_commit -- wake the resource's head when this xact commits
  */
 void
@@ -300,15 +331,8 @@ lease_wake_at_commit(const char *resource)
 {
 	if (wait_queue == NULL)
 		return;
-	for (int i = 0; i < num_pending_wakes; i++)
-		if (strcmp(pending_wakes[i], resource) == 0)
-			return;
-	if (num_pending_wakes == LEASE_MAX_PENDING_WAKES)
-	{
-		pending_wake_all = true;
-		return;
-	}
-	pending_wakes[num_pending_wakes++] = MemoryContextStrdup(TopMemoryContext, resource);
+	note_resource(pending_wakes, &num_pending_wakes, LEASE_MAX_PENDING_WAKES,
+				  &pending_wake_all, resource);
 }
 
 /*
@@ -321,12 +345,7 @@ lease_wake_pending(bool committed)
 	{
 		LWLockAcquire(wait_queue->lock, LW_SHARED);
 		if (pending_wake_all)
-		{
-			/* every queued backend re-checks whether it is a head */
-			for (int i = 0; i < wait_queue->nslots; i++)
-				if (wait_queue->slots[i].in_use)
-					SetLatch(&GetPGProcByNumber(wait_queue->slots[i].pgprocno)->procLatch);
-		}
+			wake_everyone();	/* each re-checks whether it is a head */
 		else
 		{
 			for (int i = 0; i < num_pending_wakes; i++)
@@ -357,15 +376,8 @@ lease_note_session_grant(const char *resource)
 		before_shmem_exit(lease_queue_exit_hook, (Datum) 0);
 		exit_hook_registered = true;
 	}
-	for (int i = 0; i < num_session_grants; i++)
-		if (strcmp(session_grants[i], resource) == 0)
-			return;
-	if (num_session_grants == LEASE_MAX_SESSION_GRANTS)
-	{
-		session_grants_overflow = true;
-		return;
-	}
-	session_grants[num_session_grants++] = MemoryContextStrdup(TopMemoryContext, resource);
+	note_resource(session_grants, &num_session_grants, LEASE_MAX_SESSION_GRANTS,
+				  &session_grants_overflow, resource);
 }
 
 /*
@@ -409,11 +421,7 @@ lease_queue_exit_hook(int code, Datum arg)
 	wait_queue->slots[MyBackendId - 1].exited_pid = MyProcPid;
 	wait_queue->slots[MyBackendId - 1].exited_start = MyStartTimestamp;
 	if (session_grants_overflow)
-	{
-		for (int i = 0; i < wait_queue->nslots; i++)
-			if (wait_queue->slots[i].in_use)
-				SetLatch(&GetPGProcByNumber(wait_queue->slots[i].pgprocno)->procLatch);
-	}
+		wake_everyone();
 	else
 	{
 		for (int i = 0; i < num_session_grants; i++)

@@ -97,6 +97,18 @@ public:
 		return Error{Errc::unavailable, db.error().sqlstate, db.error().message};
 	}
 
+	// with_db -- run fn(Db&) on a pooled connection and give it back
+	template <class T, class F>
+	Result<T> with_db(F &&fn) noexcept
+	{
+		Result<DbPtr> db = borrow();
+		if (!db)
+			return db.error();
+		Result<T> r = fn(**db);
+		give_back(std::move(*db));
+		return r;
+	}
+
 	void give_back(DbPtr db) noexcept
 	{
 		if (!db || !db_usable(*db))
@@ -169,13 +181,7 @@ public:
 				return e;
 			}
 		} else {
-			Result<DbPtr> db = borrow();
-			if (db) {
-				renewed = db_renew(**db, st.resource, st.token, st.ttl);
-				give_back(std::move(*db));
-			} else {
-				renewed = db.error();
-			}
+			renewed = with_db<bool>([&](Db &db) { return db_renew(db, st.resource, st.token, st.ttl); });
 		}
 
 		if (renewed && *renewed) {
@@ -227,13 +233,7 @@ public:
 			if (released && pinned)
 				give_back(std::move(pinned));
 		} else {
-			Result<DbPtr> db = borrow();
-			if (db) {
-				released = db_release(**db, st.resource, st.token);
-				give_back(std::move(*db));
-			} else {
-				released = db.error();
-			}
+			released = with_db<bool>([&](Db &db) { return db_release(db, st.resource, st.token); });
 		}
 		if (!released)
 			return released.error();
@@ -525,11 +525,8 @@ Client::run_fenced(const Lease *lease, std::string_view, std::chrono::millisecon
 	if (!lease->state_)
 		return Error{Errc::lost, "", "empty lease"};
 	// no local pre-check: the fence in the server is the authority
-	Result<detail::DbPtr> db = core_->borrow();
-	if (!db)
-		return db.error();
-	Result<void> r = detail::db_fenced(**db, lease->resource(), lease->token(), fn);
-	core_->give_back(std::move(*db));
+	Result<void> r = core_->with_db<void>(
+		[&](detail::Db &db) { return detail::db_fenced(db, lease->resource(), lease->token(), fn); });
 	if (!r && r.error().code == Errc::lost)
 		detail::ClientCore::mark_lost(*lease->state_, r.error());
 	return r;
@@ -539,12 +536,7 @@ Result<void>
 Client::run_advisory(const Lease *, std::string_view resource, std::chrono::milliseconds wait,
 					 const TxFn &fn) noexcept
 {
-	Result<detail::DbPtr> db = core_->borrow();
-	if (!db)
-		return db.error();
-	Result<void> r = detail::db_with_advisory(**db, resource, wait, fn);
-	core_->give_back(std::move(*db));
-	return r;
+	return core_->with_db<void>([&](detail::Db &db) { return detail::db_with_advisory(db, resource, wait, fn); });
 }
 
 Result<void>
@@ -556,34 +548,19 @@ Client::advisory_lock(pqxx::work &tx, std::string_view resource, std::chrono::mi
 Result<bool>
 Client::renew(std::string_view resource, std::int64_t token, std::chrono::milliseconds ttl) noexcept
 {
-	Result<detail::DbPtr> db = core_->borrow();
-	if (!db)
-		return db.error();
-	Result<bool> r = detail::db_renew(**db, resource, token, ttl);
-	core_->give_back(std::move(*db));
-	return r;
+	return core_->with_db<bool>([&](detail::Db &db) { return detail::db_renew(db, resource, token, ttl); });
 }
 
 Result<bool>
 Client::release(std::string_view resource, std::int64_t token) noexcept
 {
-	Result<detail::DbPtr> db = core_->borrow();
-	if (!db)
-		return db.error();
-	Result<bool> r = detail::db_release(**db, resource, token);
-	core_->give_back(std::move(*db));
-	return r;
+	return core_->with_db<bool>([&](detail::Db &db) { return detail::db_release(db, resource, token); });
 }
 
 Result<std::vector<LeaseInfo>>
 Client::status() noexcept
 {
-	Result<detail::DbPtr> db = core_->borrow();
-	if (!db)
-		return db.error();
-	auto r = detail::db_status(**db);
-	core_->give_back(std::move(*db));
-	return r;
+	return core_->with_db<std::vector<LeaseInfo>>([&](detail::Db &db) { return detail::db_status(db); });
 }
 
 } // namespace pglease

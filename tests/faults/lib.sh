@@ -5,12 +5,12 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$ROOT/tests/lib/checks.sh"
 CLUSTER="$ROOT/scripts/cluster.sh"
 WORKER="$ROOT/build/client/pglease_fault_worker"
 QUICK="${FAULTS_QUICK:-0}"
 WORK="$(mktemp -d /tmp/pg_lease_faults.XXXXXX)"
 chmod 755 "$WORK"
-failures=0
 declare -a CLEANUP_CLUSTERS=()
 declare -a WORKER_PIDS=()
 
@@ -52,17 +52,7 @@ restart_after_crash() {
 
 postmaster_pid() { head -1 "$1/data/postmaster.pid"; }
 
-expect() {
-	local name="$1" why="$2" cond="$3"
-	if eval "$cond"; then
-		echo "ok - $name"
-	else
-		echo "not ok - $name: $why"
-		failures=$((failures + 1))
-	fi
-}
 
 # log_is_clean DIR -- no PANIC, assertion failure or backend crash in the log
 log_is_clean() { ! grep -E 'PANIC|TRAP:|was terminated by signal (6|11)' "$1/server.log" >/dev/null; }
 
-finish() { exit $((failures > 0)); }

@@ -9,7 +9,7 @@ set -euo pipefail
 
 : "${PGLEASE_CLUSTER:?run through scripts/test.sh (PGLEASE_CLUSTER unset)}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-failures=0
+source "$ROOT/tests/lib/checks.sh"
 
 # q SQL... -- run SQL in $TESTDB, print unaligned tuples only
 q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$TESTDB" "$@"; }
@@ -26,16 +26,6 @@ check() {
 	fi
 }
 
-# expect NAME WHY 'SHELL-CONDITION' -- the condition (eval'd) must hold
-expect() {
-	local name="$1" why="$2" cond="$3"
-	if eval "$cond"; then
-		echo "ok - $name"
-	else
-		echo "not ok - $name: $why"
-		failures=$((failures + 1))
-	fi
-}
 
 # fresh_db NAME -- a new database with the extension
 fresh_db() {
@@ -48,7 +38,6 @@ restart_cluster() { "$ROOT/scripts/cluster.sh" restart "$PGLEASE_CLUSTER" "${1:-
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-finish() { exit $((failures > 0)); }
 
 # sqlstate_of SQL -- the SQLSTATE the SQL fails with (empty if it succeeds)
 sqlstate_of() {
