@@ -64,8 +64,11 @@ endif
 
 all: extension/$(EXTENSION)--$(EXTVERSION).sql
 
-# make install also installs the client (library, headers, CMake and pkg-config files, CLI)
+# make install also installs the client (library, headers, CMake and pkg-config
+# files, CLI); make install WITH_CLIENT=0 installs the extension alone.
+ifneq ($(WITH_CLIENT),0)
 install: install-client
+endif
 
 # One unversioned source script; released versions only get upgrade scripts.
 extension/$(EXTENSION)--$(EXTVERSION).sql: extension/$(EXTENSION).sql
