@@ -28,7 +28,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 .DEFAULT_GOAL := all
-.PHONY: test demo deps client install-client faults
+.PHONY: test demo deps client install-client faults bench-handoff bench-handoff-quick
 
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
@@ -42,6 +42,15 @@ demo:
 
 faults:
 	scripts/faults.sh
+
+# Hand-off on one hot resource: preloaded vs polling vs advisory (bench/results/handoff.md)
+bench-handoff:
+	scripts/install-extension.sh
+	bench/handoff.sh
+
+bench-handoff-quick:
+	scripts/install-extension.sh
+	bench/handoff.sh --quick
 
 deps:
 	scripts/install-deps.sh
