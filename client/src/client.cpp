@@ -82,7 +82,7 @@ public:
 								 " ms (last error: " + last_error_.message + ")"};
 			}
 		}
-		Result<DbPtr> db = db_connect(conninfo_, options_.connect_timeout, options_.statement_grace);
+		Result<DbPtr> db = db_connect(conninfo_, options_.connect_timeout);
 		std::lock_guard<std::mutex> lk(pool_mu_);
 		if (db) {
 			backoff_ = options_.backoff_initial;
@@ -172,7 +172,7 @@ public:
 		if (st.session_bound) {
 			std::lock_guard<std::mutex> lk(st.db_mu);
 			if (st.pinned && db_usable(*st.pinned))
-				renewed = db_renew(*st.pinned, st.resource, st.token, st.ttl);
+				renewed = db_renew(*st.pinned, st.resource, st.token, st.ttl, options_.statement_grace);
 			if (!st.pinned || !db_usable(*st.pinned)) {
 				// the session that bound the grant is gone, so is the grant
 				Error e{Errc::lost, renewed ? "" : renewed.error().sqlstate,
@@ -181,7 +181,7 @@ public:
 				return e;
 			}
 		} else {
-			renewed = with_db<bool>([&](Db &db) { return db_renew(db, st.resource, st.token, st.ttl); });
+			renewed = with_db<bool>([&](Db &db) { return db_renew(db, st.resource, st.token, st.ttl, options_.statement_grace); });
 		}
 
 		if (renewed && *renewed) {
@@ -227,13 +227,13 @@ public:
 		if (st.session_bound) {
 			std::lock_guard<std::mutex> lk(st.db_mu);
 			if (st.pinned && db_usable(*st.pinned))
-				released = db_release(*st.pinned, st.resource, st.token);
+				released = db_release(*st.pinned, st.resource, st.token, options_.statement_grace);
 			// closing the session would end the grant anyway
 			DbPtr pinned = std::move(st.pinned);
 			if (released && pinned)
 				give_back(std::move(pinned));
 		} else {
-			released = with_db<bool>([&](Db &db) { return db_release(db, st.resource, st.token); });
+			released = with_db<bool>([&](Db &db) { return db_release(db, st.resource, st.token, options_.statement_grace); });
 		}
 		if (!released)
 			return released.error();
@@ -548,13 +548,13 @@ Client::advisory_lock(pqxx::work &tx, std::string_view resource, std::chrono::mi
 Result<bool>
 Client::renew(std::string_view resource, std::int64_t token, std::chrono::milliseconds ttl) noexcept
 {
-	return core_->with_db<bool>([&](detail::Db &db) { return detail::db_renew(db, resource, token, ttl); });
+	return core_->with_db<bool>([&](detail::Db &db) { return detail::db_renew(db, resource, token, ttl, core_->options().statement_grace); });
 }
 
 Result<bool>
 Client::release(std::string_view resource, std::int64_t token) noexcept
 {
-	return core_->with_db<bool>([&](detail::Db &db) { return detail::db_release(db, resource, token); });
+	return core_->with_db<bool>([&](detail::Db &db) { return detail::db_release(db, resource, token, core_->options().statement_grace); });
 }
 
 Result<std::vector<LeaseInfo>>

@@ -16,7 +16,6 @@ class Db {
 public:
 	std::unique_ptr<pqxx::connection> conn;
 	bool broken = false;
-	long long statement_timeout_ms = -1; // as last SET on this session
 };
 
 void
@@ -70,20 +69,22 @@ guarded(Db *db, Body &&body) noexcept
 	}
 }
 
-void
-set_statement_timeout(Db &db, milliseconds timeout)
+// bounded -- one statement under its own statement_timeout.  SET LOCAL in
+// the same simple-query message: one round trip, and nothing outlives the
+// call (a session SET would leak to other clients through a transaction
+// pooler, and miss the backend the next statement runs on).
+pqxx::row
+bounded(pqxx::nontransaction &tx, milliseconds timeout, const std::string &call)
 {
-	if (db.statement_timeout_ms == timeout.count())
-		return;
-	pqxx::nontransaction tx{*db.conn};
-	tx.exec("SET statement_timeout = " + std::to_string(timeout.count()));
-	db.statement_timeout_ms = timeout.count();
+	pqxx::result r = tx.exec("SET LOCAL statement_timeout = " +
+							 std::to_string(std::max<long long>(1, timeout.count())) + "; SELECT " + call);
+	return r.at(0);
 }
 
 } // namespace
 
 Result<DbPtr>
-db_connect(const std::string &conninfo, milliseconds connect_timeout, milliseconds statement_timeout) noexcept
+db_connect(const std::string &conninfo, milliseconds connect_timeout) noexcept
 {
 	return guarded<DbPtr>(nullptr, [&]() -> Result<DbPtr> {
 		DbPtr db{new Db};
@@ -91,7 +92,6 @@ db_connect(const std::string &conninfo, milliseconds connect_timeout, millisecon
 		std::string ci = "connect_timeout=" +
 			std::to_string(std::max<long long>(1, (connect_timeout.count() + 999) / 1000)) + " " + conninfo;
 		db->conn = std::make_unique<pqxx::connection>(ci);
-		set_statement_timeout(*db, statement_timeout);
 		return db;
 	});
 }
@@ -113,11 +113,11 @@ db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wai
 		   bool session_bound, milliseconds statement_timeout) noexcept
 {
 	return guarded<std::optional<std::int64_t>>(&db, [&]() -> Result<std::optional<std::int64_t>> {
-		set_statement_timeout(db, statement_timeout);
 		pqxx::nontransaction tx{*db.conn};
-		pqxx::row r = tx.exec_params1(
-			"SELECT lease.acquire($1, $2::interval, $3::interval, $4, $5)",
-			std::string{resource}, interval_ms(ttl), interval_ms(wait), holder, session_bound);
+		pqxx::row r = bounded(tx, statement_timeout,
+							  "lease.acquire(" + tx.quote(std::string{resource}) + ", " + tx.quote(interval_ms(ttl)) +
+								  "::interval, " + tx.quote(interval_ms(wait)) + "::interval, " + tx.quote(holder) +
+								  ", " + (session_bound ? "true" : "false") + ")");
 		if (r[0].is_null())
 			return std::optional<std::int64_t>{};
 		return std::optional<std::int64_t>{r[0].as<std::int64_t>()};
@@ -125,22 +125,24 @@ db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wai
 }
 
 Result<bool>
-db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl) noexcept
+db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl, milliseconds timeout) noexcept
 {
 	return guarded<bool>(&db, [&]() -> Result<bool> {
 		pqxx::nontransaction tx{*db.conn};
-		pqxx::row r = tx.exec_params1("SELECT lease.renew($1, $2, $3::interval)", std::string{resource}, token,
-									  interval_ms(ttl));
+		pqxx::row r = bounded(tx, timeout,
+							  "lease.renew(" + tx.quote(std::string{resource}) + ", " + std::to_string(token) + ", " +
+								  tx.quote(interval_ms(ttl)) + "::interval)");
 		return r[0].as<bool>();
 	});
 }
 
 Result<bool>
-db_release(Db &db, std::string_view resource, std::int64_t token) noexcept
+db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout) noexcept
 {
 	return guarded<bool>(&db, [&]() -> Result<bool> {
 		pqxx::nontransaction tx{*db.conn};
-		pqxx::row r = tx.exec_params1("SELECT lease.release($1, $2)", std::string{resource}, token);
+		pqxx::row r = bounded(tx, timeout,
+							  "lease.release(" + tx.quote(std::string{resource}) + ", " + std::to_string(token) + ")");
 		return r[0].as<bool>();
 	});
 }

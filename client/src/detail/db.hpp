@@ -24,8 +24,7 @@ using DbPtr = std::unique_ptr<Db, DbDeleter>;
 
 using std::chrono::milliseconds;
 
-Result<DbPtr> db_connect(const std::string &conninfo, milliseconds connect_timeout,
-						 milliseconds statement_timeout) noexcept;
+Result<DbPtr> db_connect(const std::string &conninfo, milliseconds connect_timeout) noexcept;
 /// False once the connection broke; the pool drops such connections.
 [[nodiscard]] bool db_usable(const Db &db) noexcept;
 [[nodiscard]] int db_backend_pid(const Db &db) noexcept;
@@ -34,8 +33,11 @@ Result<DbPtr> db_connect(const std::string &conninfo, milliseconds connect_timeo
 Result<std::optional<std::int64_t>> db_acquire(Db &db, std::string_view resource, milliseconds ttl,
 											   milliseconds wait, const std::string &holder,
 											   bool session_bound, milliseconds statement_timeout) noexcept;
-Result<bool> db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl) noexcept;
-Result<bool> db_release(Db &db, std::string_view resource, std::int64_t token) noexcept;
+/// statement timeouts are per call (SET LOCAL): no session state, so the
+/// client works through a transaction-mode pooler
+Result<bool> db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl,
+					  milliseconds timeout) noexcept;
+Result<bool> db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout) noexcept;
 Result<void> db_fenced(Db &db, std::string_view resource, std::int64_t token,
 					   const std::function<void(pqxx::work &)> &fn) noexcept;
 Result<void> db_with_advisory(Db &db, std::string_view resource, milliseconds wait,
