@@ -62,16 +62,16 @@ main(int argc, char **argv)
 		std::this_thread::sleep_for(300ms); // the work; a SIGSTOP lands here
 		auto wrote = client.fenced(*lease, [&](pqxx::work &tx) {
 			tx.exec_params("INSERT INTO ledger (writer, token, entry) VALUES ($1, $2, $3)", name,
-						   lease->token(), name + " entry " + std::to_string(i));
+			               lease->token(), name + " entry " + std::to_string(i));
 		});
 		if (wrote)
 			say(name, "wrote entry " + std::to_string(i) + " with token " + std::to_string(lease->token()));
 		else {
 			const std::string &m = wrote.error().message;
 			say(name, "write REJECTED with token " + std::to_string(lease->token()) + ": " +
-						  wrote.error().sqlstate + " " + m.substr(0, m.find('\n')));
+			              wrote.error().sqlstate + " " + m.substr(0, m.find('\n')));
 		}
-		(void) lease->release();
+		(void)lease->release();
 		std::this_thread::sleep_for(50ms);
 	}
 	say(name, "done");

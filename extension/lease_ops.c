@@ -172,11 +172,10 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	},
 	[Q_GC] = {
 		"WITH gone AS (DELETE FROM lease.grants"
-		"  WHERE expires_at OPERATOR(pg_catalog.<)"
-		"        (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) $1)"
+		"  WHERE expires_at OPERATOR(pg_catalog.<) $1"
 		"  RETURNING 1)"
 		" SELECT pg_catalog.count(*) FROM gone",
-		1, {INTERVALOID}
+		1, {TIMESTAMPTZOID}
 	},
 };
 
@@ -588,7 +587,7 @@ lease_remember_grant(text *resource, const char *holder, int64 token)
  * holder label (the default label names this backend).
  */
 static void
-lease_check_no_hold_and_wait(text *resource, const char *holder)
+lease_check_no_hold_and_wait(LeaseCaller *caller, text *resource, const char *holder)
 {
 	char	   *res = text_to_cstring(resource);
 	int			kept = 0;
@@ -615,7 +614,20 @@ lease_check_no_hold_and_wait(text *resource, const char *holder)
 	}
 	num_held_grants = kept;
 
-	/* asking again for a resource it holds is a re-acquire: it never waits */
+	/*
+	 * Asking again for a resource it holds is a re-acquire: it never waits.
+	 * The grant may come from another connection of the same holder, so ask
+	 * the table before refusing.
+	 */
+	if (other != NULL && !holds_this)
+	{
+		LeaseRow	row;
+
+		lease_read_row(resource, &row);
+		if (row.found && row.unexpired && !row.session_gone &&
+			row.owner == caller->role && strcmp(row.holder, holder) == 0)
+			return;
+	}
 	if (other != NULL && !holds_this)
 		ereport(ERROR,
 				(errcode(ERRCODE_LEASE_NESTED_WAIT),
@@ -738,7 +750,7 @@ lease_acquire_common(FunctionCallInfo fcinfo, text *resource, Interval *ttl,
 	lease_begin(&caller);
 
 	if (wait_usecs > 0)
-		lease_check_no_hold_and_wait(resource, holder);
+		lease_check_no_hold_and_wait(&caller, resource, holder);
 
 	PG_TRY();
 	{
@@ -1053,7 +1065,7 @@ Datum
 lease_gc(PG_FUNCTION_ARGS)
 {
 	int64		retain_usecs = lease_interval_usecs(fcinfo, 0, "retain");
-	Interval   *retain;
+	TimestampTz cutoff;
 	LeaseCaller caller;
 	Datum		values[1];
 	int64		deleted;
@@ -1062,11 +1074,14 @@ lease_gc(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("retain must not be negative")));
-	retain = palloc0(sizeof(Interval));
-	retain->time = retain_usecs;
+
+	/* a cutoff before the first representable instant: nothing is that old */
+	if (pg_sub_s64_overflow(GetCurrentTimestamp(), retain_usecs, &cutoff) ||
+		!IS_VALID_TIMESTAMP(cutoff))
+		PG_RETURN_INT64(0);
 
 	lease_begin(&caller);
-	values[0] = IntervalPGetDatum(retain);
+	values[0] = TimestampTzGetDatum(cutoff);
 	lease_exec(Q_GC, values, NULL);
 	deleted = lease_result_int64(1);
 	lease_end(&caller);

@@ -73,6 +73,8 @@ SELECT lease.gc('10 ms') >= 1 AS gc_deleted;
 SELECT count(*) AS b_row_gone FROM lease.grants WHERE resource = 'basic/b';
 SELECT count(*) AS held_row_kept FROM lease.grants WHERE resource = 'basic/a';
 SELECT lease.acquire('basic/b', '10 s', holder => 'h1') > :b3 AS after_gc_token_higher;
+-- a retain reaching before the first representable instant deletes nothing
+SELECT lease.gc('10000000 days') AS gc_huge_retain, lease.gc('106751991 days') AS gc_max_retain;
 
 -- limits: 256-byte resource and holder are accepted
 SELECT lease.acquire(repeat('r', 256), '1 s', holder => repeat('h', 256)) > 0 AS max_lengths_ok;

@@ -13,6 +13,7 @@ CREATE ROLE lease_bob;
 CREATE SCHEMA bob_tricks AUTHORIZATION lease_bob;
 
 SET ROLE lease_alice;
+SELECT lease.release('priv/released', lease.acquire('priv/released', '1 min', holder => 'alice')) AS released_one;
 SELECT lease.acquire('priv/a', '1 min', holder => 'alice') AS ta \gset
 SELECT owner FROM lease.leases WHERE resource = 'priv/a';
 RESET ROLE;
@@ -37,6 +38,13 @@ SELECT sqlstate('SELECT pg_catalog.nextval(''lease.token_seq'')') AS bob_nextval
 SELECT sqlstate('UPDATE lease.leases SET holder = ''bob''') AS bob_updates_view;
 -- the view and is_current are for everyone
 SELECT holder, owner FROM lease.leases WHERE resource = 'priv/a';
+-- ... but a cheap leaky function in WHERE sees only what the view shows
+CREATE TEMP TABLE seen (r text);
+CREATE FUNCTION bob_tricks.leak(text) RETURNS boolean LANGUAGE plpgsql COST 0.0000001 AS $$
+BEGIN INSERT INTO pg_temp.seen VALUES ($1); RETURN true; END $$;
+SELECT count(*) > 0 AS view_rows FROM lease.leases WHERE bob_tricks.leak(resource);
+SELECT count(*) AS leaked_released_grant FROM seen WHERE r = 'priv/released';
+DROP TABLE seen;
 SELECT lease.is_current('priv/a', :ta) AS bob_can_check;
 
 -- search_path: shadow the clock, equality, nextval and count in bob's schema

@@ -43,6 +43,15 @@ SELECT :s2 > :s1 AS takeover_after_exit_higher;
 SELECT lease.renew('sess/a', :s1, '1 min') = false AS renew_after_exit_false;
 SELECT sqlstate(format('SELECT lease.fence(%L, %s)', 'sess/a', :s1)) AS fence_after_exit;
 
+-- the same holder asking again from another connection is a re-acquire, not
+-- a nested wait, even while it holds another lease here
+SELECT dblink_connect('svc', :'connstr');
+SELECT token AS n1 FROM dblink('svc', $$SELECT lease.acquire('sess/n1', '1 min', holder => 'svc')$$)
+	AS t(token bigint) \gset
+SELECT lease.acquire('sess/n2', '1 min', holder => 'svc') IS NOT NULL AS holds_n2_here;
+SELECT lease.acquire('sess/n1', '1 min', wait => '1 s', holder => 'svc') = :n1 AS reacquire_from_other_connection;
+SELECT dblink_disconnect('svc');
+
 -- this backend's own session-bound grant is current, and renewable
 SELECT lease.release('sess/a', :s2) AS released;
 SELECT lease.acquire('sess/a', '1 min', session_bound => true) AS s3 \gset

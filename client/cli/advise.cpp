@@ -64,25 +64,25 @@ constexpr std::size_t max_resource_bytes = 256;
 constexpr std::array<std::string_view, 5> known_infra{"postgres", "redis", "zookeeper", "etcd", "memory"};
 
 constexpr std::string_view usage_text =
-	"usage: pglease advise --resource NAME --section DURATION --instances N --infra LIST\n"
-	"                      [--write] [--strong] [--failover] [--explain] [--emit sql|cpp]\n"
-	"\n"
-	"Print the lock configuration that fits a job: provider, strategy, TTL, safety.\n"
-	"\n"
-	"  --resource NAME     the resource to lock (1 to 256 bytes)\n"
-	"  --section DURATION  how long the lock is held: 250ms, 30s, 5m, 2h, 1.5s\n"
-	"                      (a plain number is seconds)\n"
-	"  --instances N       how many processes compete for the lock (1 or more)\n"
-	"  --infra LIST        what you already run, comma-separated:\n"
-	"                      postgres, redis, zookeeper, etcd, memory\n"
-	"  --write             the section writes a shared resource\n"
-	"  --strong            strong consistency is required\n"
-	"  --failover          a crashed holder must hand the lock over fast\n"
-	"  --explain           add one \"# \" line per decision taken\n"
-	"  --emit sql|cpp      add an implementation with pg_lease (PostgreSQL only)\n"
-	"  --help              print this text\n"
-	"\n"
-	"Exit status: 0 advice printed, 64 usage error, 65 no configuration fits.\n";
+    "usage: pglease advise --resource NAME --section DURATION --instances N --infra LIST\n"
+    "                      [--write] [--strong] [--failover] [--explain] [--emit sql|cpp]\n"
+    "\n"
+    "Print the lock configuration that fits a job: provider, strategy, TTL, safety.\n"
+    "\n"
+    "  --resource NAME     the resource to lock (1 to 256 bytes)\n"
+    "  --section DURATION  how long the lock is held: 250ms, 30s, 5m, 2h, 1.5s\n"
+    "                      (a plain number is seconds)\n"
+    "  --instances N       how many processes compete for the lock (1 or more)\n"
+    "  --infra LIST        what you already run, comma-separated:\n"
+    "                      postgres, redis, zookeeper, etcd, memory\n"
+    "  --write             the section writes a shared resource\n"
+    "  --strong            strong consistency is required\n"
+    "  --failover          a crashed holder must hand the lock over fast\n"
+    "  --explain           add one \"# \" line per decision taken\n"
+    "  --emit sql|cpp      add an implementation with pg_lease (PostgreSQL only)\n"
+    "  --help              print this text\n"
+    "\n"
+    "Exit status: 0 advice printed, 64 usage error, 65 no configuration fits.\n";
 
 struct Infra {
 	bool postgres = false;
@@ -91,12 +91,10 @@ struct Infra {
 	bool etcd = false;
 	bool memory = false;
 
-	explicit Infra(const std::set<std::string>& names)
-		: postgres(names.count("postgres") > 0),
-		  redis(names.count("redis") > 0),
-		  zookeeper(names.count("zookeeper") > 0),
-		  etcd(names.count("etcd") > 0),
-		  memory(names.count("memory") > 0)
+	explicit Infra(const std::set<std::string> &names)
+	    : postgres(names.count("postgres") > 0), redis(names.count("redis") > 0),
+	      zookeeper(names.count("zookeeper") > 0), etcd(names.count("etcd") > 0),
+	      memory(names.count("memory") > 0)
 	{
 	}
 
@@ -107,10 +105,10 @@ struct Infra {
 enum class Choice { pg_advisory, pg_lease, pg_ephemeral, redis_lock, redlock, consensus };
 
 [[nodiscard]] std::string
-join(const std::vector<std::string>& items, std::string_view separator)
+join(const std::vector<std::string> &items, std::string_view separator)
 {
 	std::string joined;
-	for (const std::string& item : items) {
+	for (const std::string &item : items) {
 		if (!joined.empty())
 			joined += separator;
 		joined += item;
@@ -129,7 +127,7 @@ has_control_character(std::string_view text) noexcept
 
 // validate -- why the input cannot be advised on, or "" when it can.
 [[nodiscard]] std::string
-validate(const AdviseInput& input)
+validate(const AdviseInput &input)
 {
 	if (input.resource.empty())
 		return "--resource is empty";
@@ -144,8 +142,9 @@ validate(const AdviseInput& input)
 		return "--section is too long";
 	if (input.instances < 1)
 		return "--instances must be at least 1";
-	const bool any_known = std::any_of(known_infra.begin(), known_infra.end(),
-									   [&](std::string_view name) { return input.infra.count(std::string{name}) > 0; });
+	const bool any_known = std::any_of(known_infra.begin(), known_infra.end(), [&](std::string_view name) {
+		return input.infra.count(std::string{name}) > 0;
+	});
 	if (!any_known)
 		return "--infra lists none of postgres, redis, zookeeper, etcd, memory";
 	if (!input.emit.empty() && input.emit != "sql" && input.emit != "cpp")
@@ -155,18 +154,19 @@ validate(const AdviseInput& input)
 
 // lease_ttl -- 3 x section, at least 1s, and for pg_lease at most max_ttl.
 [[nodiscard]] milliseconds
-lease_ttl(milliseconds section, bool postgres, std::vector<std::string>& why)
+lease_ttl(milliseconds section, bool postgres, std::vector<std::string> &why)
 {
 	const milliseconds sections = section * ttl_sections;
 	const std::string rule = "3 x section " + format_duration(section);
 	if (sections < min_lease_ttl) {
-		why.push_back("TTL " + format_duration(min_lease_ttl) + ": " + rule + " = " + format_duration(sections) +
-					  ", raised to the 1s minimum so one slow renewal does not lose the lock");
+		why.push_back("TTL " + format_duration(min_lease_ttl) + ": " + rule + " = " +
+		              format_duration(sections) +
+		              ", raised to the 1s minimum so one slow renewal does not lose the lock");
 		return min_lease_ttl;
 	}
 	if (postgres && sections > pg_max_ttl) {
 		why.push_back("TTL " + format_duration(pg_max_ttl) + ": " + rule + " = " + format_duration(sections) +
-					  ", capped at pg_lease.max_ttl (default 1d); renewal covers the longer section");
+		              ", capped at pg_lease.max_ttl (default 1d); renewal covers the longer section");
 		return pg_max_ttl;
 	}
 	why.push_back("TTL " + format_duration(sections) + " = " + rule + ": a holder may miss two renewals");
@@ -174,14 +174,14 @@ lease_ttl(milliseconds section, bool postgres, std::vector<std::string>& why)
 }
 
 [[nodiscard]] std::string
-consensus_name(const Infra& infra)
+consensus_name(const Infra &infra)
 {
 	return infra.zookeeper ? "ZooKeeper" : "etcd";
 }
 
 // choose -- steps 2 to 6 of the tree; nullopt (with refusal set) when none fits.
 [[nodiscard]] std::optional<Choice>
-choose(const AdviseInput& input, const Infra& infra, std::vector<std::string>& why, std::string& refusal)
+choose(const AdviseInput &input, const Infra &infra, std::vector<std::string> &why, std::string &refusal)
 {
 	const std::string section = format_duration(input.section);
 	const std::string consensus = consensus_name(infra);
@@ -189,13 +189,15 @@ choose(const AdviseInput& input, const Infra& infra, std::vector<std::string>& w
 	if (input.section < short_section_limit) {
 		why.push_back("section " + section + " < 1s: a short lock, no lease needed");
 		if (input.write || input.strong || input.failover)
-			why.push_back("--write, --strong and --failover not consulted: a section under 1s is decided by its length");
+			why.push_back("--write, --strong and --failover not consulted: a section under 1s is decided by "
+			              "its length");
 		if (infra.postgres) {
-			why.push_back(std::string{"PostgreSQL advisory lock"} + (infra.redis ? " preferred over Redis" : "") +
-						  ": same database as the data, no durable write per grant");
+			why.push_back(std::string{"PostgreSQL advisory lock"} +
+			              (infra.redis ? " preferred over Redis" : "") +
+			              ": same database as the data, no durable write per grant");
 			if (input.write)
 				why.push_back("--write: an advisory lock covers only writes in its own transaction; "
-							  "a write outside PostgreSQL needs a Lease and its fencing token");
+				              "a write outside PostgreSQL needs a Lease and its fencing token");
 			return Choice::pg_advisory;
 		}
 		if (infra.redis) {
@@ -207,18 +209,21 @@ choose(const AdviseInput& input, const Infra& infra, std::vector<std::string>& w
 	}
 
 	if (input.write) {
-		why.push_back("section " + section + " >= 1s with --write: a lease with a fencing token, "
-					  "so a holder stalled past its TTL cannot write late");
+		why.push_back("section " + section +
+		              " >= 1s with --write: a lease with a fencing token, "
+		              "so a holder stalled past its TTL cannot write late");
 		if (infra.postgres) {
-			why.push_back("PostgreSQL Lease preferred: lease.fence checks the token in the write's own transaction");
+			why.push_back(
+			    "PostgreSQL Lease preferred: lease.fence checks the token in the write's own transaction");
 			return Choice::pg_lease;
 		}
 		if (infra.consensus()) {
-			why.push_back(consensus + ": pass its fencing token with every write, the storage rejects older ones");
+			why.push_back(consensus +
+			              ": pass its fencing token with every write, the storage rejects older ones");
 			return Choice::consensus;
 		}
 		why.push_back("WARNING: Redis cannot fence: its lock value is random, not increasing, "
-					  "so a holder paused past its TTL can still write");
+		              "so a holder paused past its TTL can still write");
 		return Choice::redlock;
 	}
 
@@ -233,23 +238,25 @@ choose(const AdviseInput& input, const Infra& infra, std::vector<std::string>& w
 			return Choice::consensus;
 		}
 		refusal = "--strong needs postgres (with a synchronous standby), zookeeper or etcd in --infra: "
-				  "Redis, even Redlock, is not strongly consistent";
+		          "Redis, even Redlock, is not strongly consistent";
 		return std::nullopt;
 	}
 
 	if (input.failover) {
 		why.push_back("section " + section + " >= 1s with --failover: a crashed holder must hand over fast");
 		if (infra.postgres) {
-			why.push_back("PostgreSQL Ephemeral: the lease is bound to the holder's session and ends at once "
-						  "when it dies; hold it on a dedicated connection, not through a transaction-mode pooler");
+			why.push_back(
+			    "PostgreSQL Ephemeral: the lease is bound to the holder's session and ends at once "
+			    "when it dies; hold it on a dedicated connection, not through a transaction-mode pooler");
 			return Choice::pg_ephemeral;
 		}
 		if (infra.redis) {
-			why.push_back("Redis Redlock: a majority of independent nodes keeps the lock available when one fails");
+			why.push_back(
+			    "Redis Redlock: a majority of independent nodes keeps the lock available when one fails");
 			return Choice::redlock;
 		}
 		why.push_back(infra.zookeeper ? "ZooKeeper: the lock's ephemeral znode ends with the holder's session"
-									  : "etcd: the lock ends with the holder's etcd lease");
+		                              : "etcd: the lock ends with the holder's etcd lease");
 		return Choice::consensus;
 	}
 
@@ -311,85 +318,118 @@ chrono_expression(milliseconds duration)
 // advisory locks, and the same expression as the client's Strategy::advisory
 // (client/src/connection.cpp), so SQL and C++ holders exclude each other.
 [[nodiscard]] std::string
-advisory_key_sql(const std::string& resource)
+advisory_key_sql(const std::string &resource)
 {
-	return "hashtextextended(" + sql_literal(std::string{advisory_key_prefix}) + " || " + sql_literal(resource) + ", 0)";
+	return "hashtextextended(" + sql_literal(std::string{advisory_key_prefix}) + " || " +
+	       sql_literal(resource) + ", 0)";
 }
 
 [[nodiscard]] std::string
-emit_sql(const Advice& advice, const AdviseInput& input)
+emit_sql(const Advice &advice, const AdviseInput &input)
 {
 	const std::string resource = sql_literal(input.resource);
 	const std::string ttl = sql_literal(format_duration(advice.ttl));
 	if (advice.strategy == "Advisory")
-		return "-- advisory lock on " + resource + ": one transaction, released at COMMIT or ROLLBACK\n"
-			   "BEGIN;\n"
-			   "-- TTL " + format_duration(advice.ttl) + ": a wait, a statement or an idle pause past it ends the transaction\n"
-			   "SET LOCAL statement_timeout = " + ttl + ";\n"
-			   "SET LOCAL idle_in_transaction_session_timeout = " + ttl + ";\n"
-			   "SELECT pg_advisory_xact_lock(" + advisory_key_sql(input.resource) + ");\n"
-			   "-- ... the critical section (" + format_duration(input.section) + "), in this transaction ...\n"
-			   "COMMIT;\n";
+		return "-- advisory lock on " + resource +
+		       ": one transaction, released at COMMIT or ROLLBACK\n"
+		       "BEGIN;\n"
+		       "-- TTL " +
+		       format_duration(advice.ttl) +
+		       ": a wait, a statement or an idle pause past it ends the transaction\n"
+		       "SET LOCAL statement_timeout = " +
+		       ttl +
+		       ";\n"
+		       "SET LOCAL idle_in_transaction_session_timeout = " +
+		       ttl +
+		       ";\n"
+		       "SELECT pg_advisory_xact_lock(" +
+		       advisory_key_sql(input.resource) +
+		       ");\n"
+		       "-- ... the critical section (" +
+		       format_duration(input.section) +
+		       "), in this transaction ...\n"
+		       "COMMIT;\n";
 
 	const bool ephemeral = advice.strategy == "Ephemeral";
-	std::string sql = "-- pg_lease " + advice.strategy + " on " + resource + ": TTL " + format_duration(advice.ttl) +
-					  ", renew every " + format_duration(advice.ttl / renewals_per_ttl) + ", fence every write\n";
+	std::string sql = "-- pg_lease " + advice.strategy + " on " + resource + ": TTL " +
+	                  format_duration(advice.ttl) + ", renew every " +
+	                  format_duration(advice.ttl / renewals_per_ttl) + ", fence every write\n";
 	if (ephemeral)
-		sql += "-- on a dedicated connection (no transaction-mode pooler): the lease ends with this session\n";
+		sql +=
+		    "-- on a dedicated connection (no transaction-mode pooler): the lease ends with this session\n";
 	// Waiting one TTL covers a holder that died without releasing.
 	sql += "SELECT lease.acquire(" + resource + ", " + ttl + ", wait => " + ttl +
-		   (ephemeral ? ", session_bound => true" : "") + ") AS token \\gset\n"
-		   "-- token unset (NULL): not granted within the wait; do not enter the section\n"
-		   "-- while the section runs, renew; false means the lease is lost: stop\n"
-		   "SELECT lease.renew(" + resource + ", :token, " + ttl + ");\n"
-		   "-- every write in a transaction that fences first (LS001 if the token is stale)\n"
-		   "BEGIN;\n"
-		   "SELECT lease.fence(" + resource + ", :token);\n"
-		   "-- ... the section's writes ...\n"
-		   "COMMIT;\n"
-		   "SELECT lease.release(" + resource + ", :token);\n";
+	       (ephemeral ? ", session_bound => true" : "") +
+	       ") AS token \\gset\n"
+	       "-- token unset (NULL): not granted within the wait; do not enter the section\n"
+	       "-- while the section runs, renew; false means the lease is lost: stop\n"
+	       "SELECT lease.renew(" +
+	       resource + ", :token, " + ttl +
+	       ");\n"
+	       "-- every write in a transaction that fences first (LS001 if the token is stale)\n"
+	       "BEGIN;\n"
+	       "SELECT lease.fence(" +
+	       resource +
+	       ", :token);\n"
+	       "-- ... the section's writes ...\n"
+	       "COMMIT;\n"
+	       "SELECT lease.release(" +
+	       resource + ", :token);\n";
 	return sql;
 }
 
 [[nodiscard]] std::string
-emit_cpp(const Advice& advice, const AdviseInput& input)
+emit_cpp(const Advice &advice, const AdviseInput &input)
 {
 	const std::string resource = cpp_literal(input.resource);
 	if (advice.strategy == "Advisory")
-		return "// advisory lock on " + resource + ": one transaction, released at commit or rollback\n"
-			   "pglease::Client client{\"dbname=app\"};\n"
-			   "// waits at most the TTL, " + format_duration(advice.ttl) + " (3 x the section)\n"
-			   "auto done = client.with_advisory(" + resource + ", " + chrono_expression(advice.ttl) +
-			   ", [&](pqxx::work& tx) {\n"
-			   "    tx.exec(\"...\");  // the critical section, in this transaction\n"
-			   "});\n"
-			   "if (!done) {\n"
-			   "    // done.error().code: timeout = the lock stayed busy\n"
-			   "}\n";
+		return "// advisory lock on " + resource +
+		       ": one transaction, released at commit or rollback\n"
+		       "pglease::Client client{\"dbname=app\"};\n"
+		       "// waits at most the TTL, " +
+		       format_duration(advice.ttl) +
+		       " (3 x the section)\n"
+		       "auto done = client.with_advisory(" +
+		       resource + ", " + chrono_expression(advice.ttl) +
+		       ", [&](pqxx::work& tx) {\n"
+		       "    tx.exec(\"...\");  // the critical section, in this transaction\n"
+		       "});\n"
+		       "if (!done) {\n"
+		       "    // done.error().code: timeout = the lock stayed busy\n"
+		       "}\n";
 
 	const bool ephemeral = advice.strategy == "Ephemeral";
 	return "// pg_lease " + advice.strategy + " on " + resource + ": TTL " + format_duration(advice.ttl) +
-		   ", renewed every " + format_duration(advice.ttl / renewals_per_ttl) + " by the client\n"
-		   "pglease::Client client{\"dbname=app\"};\n"
-		   "pglease::LeaseOptions opts;\n"
-		   "opts.ttl = " + chrono_expression(advice.ttl) + ";\n"
-		   "opts.wait = " + chrono_expression(advice.ttl) + ";  // covers a holder that died without releasing\n"
-		   "opts.strategy = pglease::Strategy::" + (ephemeral ? "ephemeral" : "lease") + ";\n"
-		   "auto lease = client.acquire(" + resource + ", opts);\n"
-		   "if (!lease) {\n"
-		   "    return;  // lease.error().code: timeout = held elsewhere, unavailable = retry later\n"
-		   "}\n"
-		   "auto written = client.fenced(*lease, [&](pqxx::work& tx) {\n"
-		   "    tx.exec(\"...\");  // the section's writes, committed only if the lease is still held\n"
-		   "});\n"
-		   "if (!written) {\n"
-		   "    // written.error(): the lease was lost (LS001), another holder has it; stop\n"
-		   "}\n"
-		   "// the lease is released when `lease` goes out of scope\n";
+	       ", renewed every " + format_duration(advice.ttl / renewals_per_ttl) +
+	       " by the client\n"
+	       "pglease::Client client{\"dbname=app\"};\n"
+	       "pglease::LeaseOptions opts;\n"
+	       "opts.ttl = " +
+	       chrono_expression(advice.ttl) +
+	       ";\n"
+	       "opts.wait = " +
+	       chrono_expression(advice.ttl) +
+	       ";  // covers a holder that died without releasing\n"
+	       "opts.strategy = pglease::Strategy::" +
+	       (ephemeral ? "ephemeral" : "lease") +
+	       ";\n"
+	       "auto lease = client.acquire(" +
+	       resource +
+	       ", opts);\n"
+	       "if (!lease) {\n"
+	       "    return;  // lease.error().code: timeout = held elsewhere, unavailable = retry later\n"
+	       "}\n"
+	       "auto written = client.fenced(*lease, [&](pqxx::work& tx) {\n"
+	       "    tx.exec(\"...\");  // the section's writes, committed only if the lease is still held\n"
+	       "});\n"
+	       "if (!written) {\n"
+	       "    // written.error(): the lease was lost (LS001), another holder has it; stop\n"
+	       "}\n"
+	       "// the lease is released when `lease` goes out of scope\n";
 }
 
 [[nodiscard]] std::string
-not_implemented_line(const Advice& advice)
+not_implemented_line(const Advice &advice)
 {
 	std::string see;
 	if (advice.provider == "Redis")
@@ -406,8 +446,8 @@ not_implemented_line(const Advice& advice)
 struct ParsedArgs {
 	AdviseInput input;
 	bool help = false;
-	std::string error;                  // a usage error, or ""
-	std::vector<std::string> warnings;  // printed on err, the advice still given
+	std::string error;                 // a usage error, or ""
+	std::vector<std::string> warnings; // printed on err, the advice still given
 };
 
 [[nodiscard]] std::string
@@ -418,13 +458,14 @@ lowercase_trimmed(std::string_view text)
 		return {};
 	text = text.substr(first, text.find_last_not_of(" \t") - first + 1);
 	std::string lower{text};
-	std::transform(lower.begin(), lower.end(), lower.begin(),
-				   [](unsigned char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c); });
+	std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) {
+		return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+	});
 	return lower;
 }
 
 void
-parse_infra(std::string_view list, ParsedArgs& parsed)
+parse_infra(std::string_view list, ParsedArgs &parsed)
 {
 	while (true) {
 		const std::size_t comma = list.find(',');
@@ -436,7 +477,7 @@ parse_infra(std::string_view list, ParsedArgs& parsed)
 		else if (!name.empty())
 			// Kept going: the known names still decide; a typo is shown, not fatal.
 			parsed.warnings.push_back("ignoring unknown infrastructure '" + name +
-									  "' (known: postgres, redis, zookeeper, etcd, memory)");
+			                          "' (known: postgres, redis, zookeeper, etcd, memory)");
 		if (comma == std::string_view::npos)
 			break;
 		list.remove_prefix(comma + 1);
@@ -445,15 +486,16 @@ parse_infra(std::string_view list, ParsedArgs& parsed)
 
 // apply_value -- store the value of one option; "" or a usage error.
 [[nodiscard]] std::string
-apply_value(std::string_view name, std::string_view value, ParsedArgs& parsed)
+apply_value(std::string_view name, std::string_view value, ParsedArgs &parsed)
 {
-	AdviseInput& input = parsed.input;
+	AdviseInput &input = parsed.input;
 	if (name == "--resource") {
 		input.resource = std::string{value};
 	} else if (name == "--section") {
 		const auto section = parse_duration(value);
 		if (!section)
-			return "--section: '" + std::string{value} + "' is not a duration (examples: 250ms, 30s, 5m, 2h, 1.5s)";
+			return "--section: '" + std::string{value} +
+			       "' is not a duration (examples: 250ms, 30s, 5m, 2h, 1.5s)";
 		input.section = *section;
 	} else if (name == "--instances") {
 		int instances = 0;
@@ -463,17 +505,17 @@ apply_value(std::string_view name, std::string_view value, ParsedArgs& parsed)
 		input.instances = instances;
 	} else if (name == "--infra") {
 		parse_infra(value, parsed);
-	} else {  // --emit
+	} else { // --emit
 		input.emit = std::string{value};
 	}
 	return {};
 }
 
 [[nodiscard]] ParsedArgs
-parse_args(int argc, const char* const* argv)
+parse_args(int argc, const char *const *argv)
 {
-	constexpr std::array<std::string_view, 5> value_options{"--resource", "--section", "--instances", "--infra",
-															"--emit"};
+	constexpr std::array<std::string_view, 5> value_options{"--resource", "--section", "--instances",
+	                                                        "--infra", "--emit"};
 	ParsedArgs parsed;
 	std::set<std::string_view> seen;
 	for (int i = 1; i < argc && argv[i] != nullptr; ++i) {
@@ -484,12 +526,13 @@ parse_args(int argc, const char* const* argv)
 		}
 		std::string_view name = arg;
 		std::optional<std::string_view> inline_value;
-		if (const std::size_t equals = arg.find('='); arg.substr(0, 2) == "--" && equals != std::string_view::npos) {
+		if (const std::size_t equals = arg.find('=');
+		    arg.substr(0, 2) == "--" && equals != std::string_view::npos) {
 			name = arg.substr(0, equals);
 			inline_value = arg.substr(equals + 1);
 		}
 
-		bool* flag = nullptr;
+		bool *flag = nullptr;
 		if (name == "--write")
 			flag = &parsed.input.write;
 		else if (name == "--strong")
@@ -508,7 +551,8 @@ parse_args(int argc, const char* const* argv)
 		}
 
 		if (std::find(value_options.begin(), value_options.end(), name) == value_options.end()) {
-			parsed.error = (arg.substr(0, 1) == "-" ? "unknown option " : "unexpected argument ") + std::string{arg};
+			parsed.error =
+			    (arg.substr(0, 1) == "-" ? "unknown option " : "unexpected argument ") + std::string{arg};
 			return parsed;
 		}
 		// Two values for one option is a typo in a script, not a choice to guess.
@@ -519,7 +563,8 @@ parse_args(int argc, const char* const* argv)
 		std::string_view value;
 		if (inline_value) {
 			value = *inline_value;
-		} else if (i + 1 < argc && argv[i + 1] != nullptr && std::string_view{argv[i + 1]}.substr(0, 2) != "--") {
+		} else if (i + 1 < argc && argv[i + 1] != nullptr &&
+		           std::string_view{argv[i + 1]}.substr(0, 2) != "--") {
 			value = argv[++i];
 		} else {
 			parsed.error = std::string{name} + " needs a value";
@@ -541,10 +586,10 @@ parse_args(int argc, const char* const* argv)
 	return parsed;
 }
 
-}  // namespace
+} // namespace
 
 AdviseResult
-decide(const AdviseInput& input)
+decide(const AdviseInput &input)
 {
 	AdviseResult result;
 	result.refusal = validate(input);
@@ -552,19 +597,20 @@ decide(const AdviseInput& input)
 		return result;
 
 	const Infra infra{input.infra};
-	const std::string instances = std::to_string(input.instances) + (input.instances == 1 ? " instance" : " instances");
+	const std::string instances =
+	    std::to_string(input.instances) + (input.instances == 1 ? " instance" : " instances");
 	if (!infra.distributed()) {
 		if (input.instances > 1)
 			result.refusal = "in-memory locks cannot coordinate " + instances +
-							 ": add postgres, redis, zookeeper or etcd to --infra";
+			                 ": add postgres, redis, zookeeper or etcd to --infra";
 		else
 			result.refusal = "one instance with in-memory locks only needs no distributed lock: "
-							 "guard the section with a std::mutex in the process";
+			                 "guard the section with a std::mutex in the process";
 		return result;
 	}
 
 	Advice advice;
-	std::vector<std::string>& why = advice.explanation;
+	std::vector<std::string> &why = advice.explanation;
 	std::vector<std::string> listed;
 	for (std::string_view name : known_infra)
 		if (input.infra.count(std::string{name}) > 0)
@@ -573,70 +619,72 @@ decide(const AdviseInput& input)
 	if (infra.memory && input.instances > 1)
 		why.push_back("memory not used: an in-memory lock cannot span " + instances);
 	if (input.instances == 1)
-		why.push_back("1 instance: a distributed lock still covers a second copy started by a restart or deploy");
+		why.push_back(
+		    "1 instance: a distributed lock still covers a second copy started by a restart or deploy");
 
 	const std::optional<Choice> choice = choose(input, infra, why, result.refusal);
 	if (!choice)
 		return result;
 
 	switch (*choice) {
-		case Choice::pg_advisory:
-			advice.provider = "PostgreSQL";
-			advice.strategy = "Advisory";
-			advice.safety = "none";
-			advice.ttl = input.section * ttl_sections;
-			why.push_back("TTL " + format_duration(advice.ttl) + " = 3 x section " + format_duration(input.section) +
-						  ", bounded by the transaction: statement_timeout and "
-						  "idle_in_transaction_session_timeout set to it");
-			why.push_back("no renewal: the advisory lock ends at COMMIT or ROLLBACK");
-			why.push_back("safety none: no token; the lock protects writes in its own transaction only");
-			break;
-		case Choice::pg_lease:
-		case Choice::pg_ephemeral:
-			advice.provider = "PostgreSQL";
-			advice.strategy = *choice == Choice::pg_lease ? "Lease" : "Ephemeral";
-			advice.safety = "fencing";
-			advice.ttl = lease_ttl(input.section, true, why);
-			why.push_back("renew every " + format_duration(advice.ttl / renewals_per_ttl) + " (TTL/3)");
-			why.push_back("safety fencing: every grant's token is larger than all earlier ones, "
-						  "and lease.fence rejects a stale one (LS001)");
-			break;
-		case Choice::redis_lock:
-		case Choice::redlock:
-			advice.provider = "Redis";
-			advice.strategy = *choice == Choice::redis_lock ? "Lease" : "Redlock";
-			advice.safety = "none";
-			if (*choice == Choice::redlock)
-				why.push_back("Redlock needs 3+ independent Redis nodes (5 to survive 2 failures): "
-							  "a majority must grant the lock within its TTL");
-			advice.ttl = lease_ttl(input.section, false, why);
-			why.push_back("renew every " + format_duration(advice.ttl / renewals_per_ttl) +
-						  " (TTL/3), extending PX only while the value is still this holder's");
-			why.push_back("safety none: Redis gives no fencing token");
-			break;
-		case Choice::consensus:
-			advice.provider = consensus_name(infra);
-			advice.strategy = infra.zookeeper ? "Ephemeral" : "Lease";
-			advice.safety = "fencing";
-			advice.ttl = lease_ttl(input.section, false, why);
-			why.push_back("renew every " + format_duration(advice.ttl / renewals_per_ttl) +
-						  (infra.zookeeper ? " (TTL/3): the session heartbeat; the TTL is the session timeout"
-										   : " (TTL/3): etcd lease keep-alive"));
-			why.push_back(infra.zookeeper ? "safety fencing: the lock znode's zxid, checked by the storage"
-										  : "safety fencing: the lock key's revision, checked by the storage");
-			break;
+	case Choice::pg_advisory:
+		advice.provider = "PostgreSQL";
+		advice.strategy = "Advisory";
+		advice.safety = "none";
+		advice.ttl = input.section * ttl_sections;
+		why.push_back("TTL " + format_duration(advice.ttl) + " = 3 x section " +
+		              format_duration(input.section) +
+		              ", bounded by the transaction: statement_timeout and "
+		              "idle_in_transaction_session_timeout set to it");
+		why.push_back("no renewal: the advisory lock ends at COMMIT or ROLLBACK");
+		why.push_back("safety none: no token; the lock protects writes in its own transaction only");
+		break;
+	case Choice::pg_lease:
+	case Choice::pg_ephemeral:
+		advice.provider = "PostgreSQL";
+		advice.strategy = *choice == Choice::pg_lease ? "Lease" : "Ephemeral";
+		advice.safety = "fencing";
+		advice.ttl = lease_ttl(input.section, true, why);
+		why.push_back("renew every " + format_duration(advice.ttl / renewals_per_ttl) + " (TTL/3)");
+		why.push_back("safety fencing: every grant's token is larger than all earlier ones, "
+		              "and lease.fence rejects a stale one (LS001)");
+		break;
+	case Choice::redis_lock:
+	case Choice::redlock:
+		advice.provider = "Redis";
+		advice.strategy = *choice == Choice::redis_lock ? "Lease" : "Redlock";
+		advice.safety = "none";
+		if (*choice == Choice::redlock)
+			why.push_back("Redlock needs 3+ independent Redis nodes (5 to survive 2 failures): "
+			              "a majority must grant the lock within its TTL");
+		advice.ttl = lease_ttl(input.section, false, why);
+		why.push_back("renew every " + format_duration(advice.ttl / renewals_per_ttl) +
+		              " (TTL/3), extending PX only while the value is still this holder's");
+		why.push_back("safety none: Redis gives no fencing token");
+		break;
+	case Choice::consensus:
+		advice.provider = consensus_name(infra);
+		advice.strategy = infra.zookeeper ? "Ephemeral" : "Lease";
+		advice.safety = "fencing";
+		advice.ttl = lease_ttl(input.section, false, why);
+		why.push_back("renew every " + format_duration(advice.ttl / renewals_per_ttl) +
+		              (infra.zookeeper ? " (TTL/3): the session heartbeat; the TTL is the session timeout"
+		                               : " (TTL/3): etcd lease keep-alive"));
+		why.push_back(infra.zookeeper ? "safety fencing: the lock znode's zxid, checked by the storage"
+		                              : "safety fencing: the lock key's revision, checked by the storage");
+		break;
 	}
 	result.advice = std::move(advice);
 	return result;
 }
 
 std::string
-render(const Advice& advice, const AdviseInput& input)
+render(const Advice &advice, const AdviseInput &input)
 {
 	std::string text = "Provider: " + advice.provider + "\n" + "Strategy: " + advice.strategy + "\n" +
-					   "TTL: " + format_duration(advice.ttl) + "\n" + "Safety: " + advice.safety + "\n";
+	                   "TTL: " + format_duration(advice.ttl) + "\n" + "Safety: " + advice.safety + "\n";
 	if (input.explain)
-		for (const std::string& line : advice.explanation)
+		for (const std::string &line : advice.explanation)
 			text += "# " + line + "\n";
 	if (input.emit.empty())
 		return text;
@@ -650,7 +698,7 @@ render(const Advice& advice, const AdviseInput& input)
 }
 
 int
-advise_main(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
+advise_main(int argc, const char *const *argv, std::ostream &out, std::ostream &err)
 {
 	const ParsedArgs parsed = parse_args(argc, argv);
 	if (parsed.help) {
@@ -661,7 +709,7 @@ advise_main(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 		err << "pglease advise: " << parsed.error << "\nTry 'pglease advise --help'.\n";
 		return advise_exit_usage;
 	}
-	for (const std::string& warning : parsed.warnings)
+	for (const std::string &warning : parsed.warnings)
 		err << "pglease advise: " << warning << "\n";
 
 	const AdviseResult result = decide(parsed.input);
@@ -673,4 +721,4 @@ advise_main(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 	return advise_exit_ok;
 }
 
-}  // namespace pglease::cli
+} // namespace pglease::cli

@@ -19,27 +19,27 @@ namespace pglease::cli {
 
 // Exit codes of advise_main, from sysexits.h so scripts can tell them apart.
 inline constexpr int advise_exit_ok = 0;
-inline constexpr int advise_exit_usage = 64;    // EX_USAGE: bad or missing arguments
-inline constexpr int advise_exit_refused = 65;  // EX_DATAERR: no configuration fits
+inline constexpr int advise_exit_usage = 64;   // EX_USAGE: bad or missing arguments
+inline constexpr int advise_exit_refused = 65; // EX_DATAERR: no configuration fits
 
 struct AdviseInput {
 	std::string resource;
-	std::chrono::milliseconds section{0};  // how long the lock is held, typically
-	int instances = 0;                     // processes that compete for the lock
-	std::set<std::string> infra;           // postgres, redis, zookeeper, etcd, memory
-	bool write = false;     // the section writes a shared resource
-	bool strong = false;    // strong consistency required
-	bool failover = false;  // a crashed holder must hand over fast
-	bool explain = false;   // print one "# " line per decision
-	std::string emit;       // "", "sql" or "cpp"
+	std::chrono::milliseconds section{0}; // how long the lock is held, typically
+	int instances = 0;                    // processes that compete for the lock
+	std::set<std::string> infra;          // postgres, redis, zookeeper, etcd, memory
+	bool write = false;                   // the section writes a shared resource
+	bool strong = false;                  // strong consistency required
+	bool failover = false;                // a crashed holder must hand over fast
+	bool explain = false;                 // print one "# " line per decision
+	std::string emit;                     // "", "sql" or "cpp"
 };
 
 struct Advice {
-	std::string provider;  // Redis, PostgreSQL, ZooKeeper or etcd
-	std::string strategy;  // Redlock, Advisory, Ephemeral or Lease
+	std::string provider; // Redis, PostgreSQL, ZooKeeper or etcd
+	std::string strategy; // Redlock, Advisory, Ephemeral or Lease
 	std::chrono::milliseconds ttl{0};
-	std::string safety;                    // fencing or none
-	std::vector<std::string> explanation;  // one sentence per decision, no "# " prefix
+	std::string safety;                   // fencing or none
+	std::vector<std::string> explanation; // one sentence per decision, no "# " prefix
 };
 
 // advice is std::nullopt when no configuration is possible (or the input is
@@ -50,18 +50,18 @@ struct AdviseResult {
 };
 
 // decide -- run the decision tree.
-[[nodiscard]] AdviseResult decide(const AdviseInput& input);
+[[nodiscard]] AdviseResult decide(const AdviseInput &input);
 
 // render -- the four lines, then the explanation when input.explain, then the
 // code for input.emit ("sql" or "cpp"); every line ends with '\n'.
-[[nodiscard]] std::string render(const Advice& advice, const AdviseInput& input);
+[[nodiscard]] std::string render(const Advice &advice, const AdviseInput &input);
 
 // advise_main -- parse argv (argv[0] is "advise"), print the advice on out and
 // return advise_exit_ok; a usage error or a refusal is printed on err and
 // returns advise_exit_usage or advise_exit_refused. `--help` prints the usage
 // on out and returns advise_exit_ok.
-[[nodiscard]] int advise_main(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+[[nodiscard]] int advise_main(int argc, const char *const *argv, std::ostream &out, std::ostream &err);
 
-}  // namespace pglease::cli
+} // namespace pglease::cli
 
-#endif  // PGLEASE_CLI_ADVISE_HPP
+#endif // PGLEASE_CLI_ADVISE_HPP

@@ -18,10 +18,10 @@ struct DurationUnit {
 
 // Units a duration may be written in.
 constexpr std::array<DurationUnit, 4> duration_units{{
-	{"h", 3'600'000},
-	{"m", 60'000},
-	{"s", 1'000},
-	{"ms", 1},
+    {"h", 3'600'000},
+    {"m", 60'000},
+    {"s", 1'000},
+    {"ms", 1},
 }};
 
 constexpr rep rep_max = std::numeric_limits<rep>::max();
@@ -37,8 +37,8 @@ is_digit(char c) noexcept
 unit_milliseconds(std::string_view suffix) noexcept
 {
 	if (suffix.empty())
-		return 1'000;  // a plain number means seconds
-	for (const DurationUnit& unit : duration_units)
+		return 1'000; // a plain number means seconds
+	for (const DurationUnit &unit : duration_units)
 		if (unit.suffix == suffix)
 			return unit.milliseconds;
 	return 0;
@@ -62,7 +62,7 @@ parse_digits(std::string_view digits) noexcept
 	return value;
 }
 
-}  // namespace
+} // namespace
 
 std::optional<std::chrono::milliseconds>
 parse_duration(std::string_view text) noexcept
@@ -84,7 +84,7 @@ parse_duration(std::string_view text) noexcept
 	if (dot != std::string_view::npos) {
 		std::string_view fraction = number.substr(dot + 1);
 		if (fraction.empty())
-			return std::nullopt;  // "1." is a typo, not a number
+			return std::nullopt; // "1." is a typo, not a number
 		while (fraction.size() > 1 && fraction.back() == '0')
 			fraction.remove_suffix(1);
 		// No unit (at most 2^7 * 5^5 in an hour) can make more than 7
@@ -94,7 +94,7 @@ parse_duration(std::string_view text) noexcept
 			return std::nullopt;
 		const std::optional<rep> numerator = parse_digits(fraction);
 		if (!numerator)
-			return std::nullopt;  // a second dot, or a sign after it
+			return std::nullopt; // a second dot, or a sign after it
 		rep denominator = 1;
 		for (std::size_t i = 0; i < fraction.size(); ++i)
 			denominator *= 10;
@@ -108,5 +108,4 @@ parse_duration(std::string_view text) noexcept
 	return std::chrono::milliseconds{total};
 }
 
-
-}  // namespace pglease::cli
+} // namespace pglease::cli

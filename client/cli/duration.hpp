@@ -20,13 +20,12 @@ namespace pglease::cli {
 // std::nullopt for empty text, a sign, anything but digits + one unit, a value
 // that is not a whole number of milliseconds (`0.5ms`: a lock timeout is never
 // silently rounded), and a value that does not fit in milliseconds.
-[[nodiscard]] std::optional<std::chrono::milliseconds>
-parse_duration(std::string_view text) noexcept;
+[[nodiscard]] std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) noexcept;
 
 // format_duration -- the library's (pglease/options.hpp): the shortest exact
 // form, 30000 -> "30s", 1500 -> "1500ms"; parse_duration reads it back.
 using pglease::format_duration;
 
-}  // namespace pglease::cli
+} // namespace pglease::cli
 
-#endif  // PGLEASE_CLI_DURATION_HPP
+#endif // PGLEASE_CLI_DURATION_HPP

@@ -42,23 +42,23 @@ constexpr int exit_lost = 76;
 constexpr int exit_permission = 77;
 
 const char *const usage_text =
-	"usage: pglease [--dsn DSN] COMMAND [OPTIONS]\n"
-	"\n"
-	"commands:\n"
-	"  run      --resource R --ttl 30s [--wait 10s] [--holder H] [--grace 5s] -- CMD [ARGS...]\n"
-	"           run CMD while holding the lease (renewed every TTL/3); CMD gets PGLEASE_TOKEN\n"
-	"           and PGLEASE_RESOURCE; if the lease is lost CMD gets SIGTERM, then SIGKILL\n"
-	"           after --grace\n"
-	"  acquire  --resource R --ttl 30s [--wait 0s] [--holder H]   print the token\n"
-	"  renew    --resource R --token T --ttl 30s\n"
-	"  release  --resource R --token T\n"
-	"  status   list current leases\n"
-	"  advise   --resource R --section 200ms --instances 8 --infra postgres,... (see advise --help)\n"
-	"\n"
-	"The DSN defaults to libpq's environment (PGHOST, PGPORT, PGDATABASE, ...).\n"
-	"exit codes: 0 ok (run: the command's status, 128+N for signal N), 64 usage,\n"
-	"  69 server unavailable or pg_lease not installed, 70 internal error,\n"
-	"  75 not acquired within --wait, 76 lease lost / token not current, 77 permission\n";
+    "usage: pglease [--dsn DSN] COMMAND [OPTIONS]\n"
+    "\n"
+    "commands:\n"
+    "  run      --resource R --ttl 30s [--wait 10s] [--holder H] [--grace 5s] -- CMD [ARGS...]\n"
+    "           run CMD while holding the lease (renewed every TTL/3); CMD gets PGLEASE_TOKEN\n"
+    "           and PGLEASE_RESOURCE; if the lease is lost CMD gets SIGTERM, then SIGKILL\n"
+    "           after --grace\n"
+    "  acquire  --resource R --ttl 30s [--wait 0s] [--holder H]   print the token\n"
+    "  renew    --resource R --token T --ttl 30s\n"
+    "  release  --resource R --token T\n"
+    "  status   list current leases\n"
+    "  advise   --resource R --section 200ms --instances 8 --infra postgres,... (see advise --help)\n"
+    "\n"
+    "The DSN defaults to libpq's environment (PGHOST, PGPORT, PGDATABASE, ...).\n"
+    "exit codes: 0 ok (run: the command's status, 128+N for signal N), 64 usage,\n"
+    "  69 server unavailable or pg_lease not installed, 70 internal error,\n"
+    "  75 not acquired within --wait, 76 lease lost / token not current, 77 permission\n";
 
 int
 usage_error(const std::string &message)
@@ -71,14 +71,20 @@ int
 exit_code_for(const pglease::Error &error)
 {
 	switch (error.code) {
-	case pglease::Errc::timeout: return exit_not_acquired;
-	case pglease::Errc::lost: return exit_lost;
-	case pglease::Errc::permission: return exit_permission;
-	case pglease::Errc::invalid_argument: return exit_usage;
+	case pglease::Errc::timeout:
+		return exit_not_acquired;
+	case pglease::Errc::lost:
+		return exit_lost;
+	case pglease::Errc::permission:
+		return exit_permission;
+	case pglease::Errc::invalid_argument:
+		return exit_usage;
 	case pglease::Errc::unavailable:
-	case pglease::Errc::not_installed: return exit_unavailable;
+	case pglease::Errc::not_installed:
+		return exit_unavailable;
 	case pglease::Errc::nested:
-	case pglease::Errc::internal: return exit_internal;
+	case pglease::Errc::internal:
+		return exit_internal;
 	}
 	return exit_internal;
 }
@@ -133,7 +139,7 @@ parse_args(int argc, char **argv, int first, const std::vector<std::string> &kno
 
 std::optional<std::chrono::milliseconds>
 duration_arg(const Args &args, const std::string &name, std::optional<std::chrono::milliseconds> fallback,
-			 std::string &error)
+             std::string &error)
 {
 	auto it = args.values.find(name);
 	if (it == args.values.end()) {
@@ -344,14 +350,16 @@ cmd_status(const std::string &dsn)
 	if (!rows)
 		return fail(rows.error());
 	std::cout << std::left << std::setw(24) << "RESOURCE" << std::setw(28) << "HOLDER" << std::right
-			  << std::setw(10) << "TOKEN" << "  " << std::left << std::setw(12) << "OWNER" << std::right
-			  << std::setw(10) << "REMAINING" << std::setw(9) << "SESSION" << std::setw(9) << "WAITERS" << "\n";
+	          << std::setw(10) << "TOKEN"
+	          << "  " << std::left << std::setw(12) << "OWNER" << std::right << std::setw(10) << "REMAINING"
+	          << std::setw(9) << "SESSION" << std::setw(9) << "WAITERS"
+	          << "\n";
 	for (const auto &r : *rows) {
 		std::cout << std::left << std::setw(24) << r.resource << std::setw(28) << r.holder << std::right
-				  << std::setw(10) << r.token << "  " << std::left << std::setw(12) << r.owner << std::right
-				  << std::setw(9) << std::fixed << std::setprecision(1) << r.remaining.count() / 1000.0 << "s"
-				  << std::setw(9) << (r.session_bound ? "yes" : "no") << std::setw(9)
-				  << (r.waiters ? std::to_string(*r.waiters) : std::string{"-"}) << "\n";
+		          << std::setw(10) << r.token << "  " << std::left << std::setw(12) << r.owner << std::right
+		          << std::setw(9) << std::fixed << std::setprecision(1) << r.remaining.count() / 1000.0 << "s"
+		          << std::setw(9) << (r.session_bound ? "yes" : "no") << std::setw(9)
+		          << (r.waiters ? std::to_string(*r.waiters) : std::string{"-"}) << "\n";
 	}
 	return 0;
 }

@@ -35,7 +35,7 @@ struct LeaseState {
 	std::atomic<bool> released{false};
 
 	std::mutex mu;
-	Clock::time_point deadline;	  // conservative: send time of last success + ttl
+	Clock::time_point deadline; // conservative: send time of last success + ttl
 	Clock::time_point next_renew;
 	bool lost = false;
 	std::function<void(const Error &)> on_lost;
@@ -47,14 +47,14 @@ struct LeaseState {
 class ClientCore {
 public:
 	ClientCore(std::string conninfo, ClientOptions options)
-		: conninfo_(std::move(conninfo)), options_(options), backoff_(options.backoff_initial),
-		  rng_(std::random_device{}())
+	    : conninfo_(std::move(conninfo)), options_(options), backoff_(options.backoff_initial),
+	      rng_(std::random_device{}())
 	{
 		char host[256] = "localhost";
-		(void) gethostname(host, sizeof(host) - 1);
+		(void)gethostname(host, sizeof(host) - 1);
 		static std::atomic<unsigned> clients{0};
 		holder_prefix_ = "pglease@" + std::string{host} + ":" + std::to_string(getpid()) + ":" +
-			std::to_string(clients.fetch_add(1));
+		                 std::to_string(clients.fetch_add(1));
 	}
 
 	~ClientCore() { stop(); }
@@ -78,8 +78,8 @@ public:
 			if (now < next_connect_) {
 				auto ms = std::chrono::duration_cast<milliseconds>(next_connect_ - now).count();
 				return Error{Errc::unavailable, last_error_.sqlstate,
-							 "server unreachable, next connection attempt in " + std::to_string(ms) +
-								 " ms (last error: " + last_error_.message + ")"};
+				             "server unreachable, next connection attempt in " + std::to_string(ms) +
+				                 " ms (last error: " + last_error_.message + ")"};
 			}
 		}
 		Result<DbPtr> db = db_connect(conninfo_, options_.connect_timeout);
@@ -98,8 +98,7 @@ public:
 	}
 
 	// with_db -- run fn(Db&) on a pooled connection and give it back
-	template <class T, class F>
-	Result<T> with_db(F &&fn) noexcept
+	template <class T, class F> Result<T> with_db(F &&fn) noexcept
 	{
 		Result<DbPtr> db = borrow();
 		if (!db)
@@ -176,12 +175,14 @@ public:
 			if (!st.pinned || !db_usable(*st.pinned)) {
 				// the session that bound the grant is gone, so is the grant
 				Error e{Errc::lost, renewed ? "" : renewed.error().sqlstate,
-						"the connection holding session-bound lease \"" + st.resource + "\" ended"};
+				        "the connection holding session-bound lease \"" + st.resource + "\" ended"};
 				mark_lost(st, e);
 				return e;
 			}
 		} else {
-			renewed = with_db<bool>([&](Db &db) { return db_renew(db, st.resource, st.token, st.ttl, options_.statement_grace); });
+			renewed = with_db<bool>([&](Db &db) {
+				return db_renew(db, st.resource, st.token, st.ttl, options_.statement_grace);
+			});
 		}
 
 		if (renewed && *renewed) {
@@ -191,8 +192,9 @@ public:
 			return {};
 		}
 		if (renewed) {
-			Error e{Errc::lost, "", "lease \"" + st.resource + "\" token " + std::to_string(st.token) +
-										" was released, broken, expired or taken over"};
+			Error e{Errc::lost, "",
+			        "lease \"" + st.resource + "\" token " + std::to_string(st.token) +
+			            " was released, broken, expired or taken over"};
 			mark_lost(st, e);
 			return e;
 		}
@@ -205,8 +207,8 @@ public:
 		}
 		if (Clock::now() >= deadline || renewed.error().code == Errc::lost) {
 			Error e{Errc::lost, renewed.error().sqlstate,
-					"lease \"" + st.resource + "\" could not be renewed before its local deadline: " +
-						renewed.error().message};
+			        "lease \"" + st.resource +
+			            "\" could not be renewed before its local deadline: " + renewed.error().message};
 			mark_lost(st, e);
 			return e;
 		}
@@ -233,7 +235,8 @@ public:
 			if (released && pinned)
 				give_back(std::move(pinned));
 		} else {
-			released = with_db<bool>([&](Db &db) { return db_release(db, st.resource, st.token, options_.statement_grace); });
+			released = with_db<bool>(
+			    [&](Db &db) { return db_release(db, st.resource, st.token, options_.statement_grace); });
 		}
 		if (!released)
 			return released.error();
@@ -266,7 +269,7 @@ private:
 			if (!due.empty()) {
 				lk.unlock();
 				for (auto &st : due)
-					(void) renew_now(*st);
+					(void)renew_now(*st);
 				lk.lock();
 				continue;
 			}
@@ -304,16 +307,16 @@ thread_holds_lease() noexcept
 	auto now = Clock::now();
 	bool holds = false;
 	t_held.erase(std::remove_if(t_held.begin(), t_held.end(),
-								[&](const std::weak_ptr<LeaseState> &w) {
-									auto st = w.lock();
-									if (!st)
-										return true;
-									std::lock_guard<std::mutex> lk(st->mu);
-									bool held = !st->lost && !st->released && now < st->deadline;
-									holds = holds || held;
-									return !held;
-								}),
-				 t_held.end());
+	                            [&](const std::weak_ptr<LeaseState> &w) {
+		                            auto st = w.lock();
+		                            if (!st)
+			                            return true;
+		                            std::lock_guard<std::mutex> lk(st->mu);
+		                            bool held = !st->lost && !st->released && now < st->deadline;
+		                            holds = holds || held;
+		                            return !held;
+	                            }),
+	             t_held.end());
 	return holds;
 }
 
@@ -325,7 +328,7 @@ using detail::Clock;
 // ---- Lease ------------------------------------------------------------------
 
 Lease::Lease(std::shared_ptr<detail::ClientCore> core, std::shared_ptr<detail::LeaseState> state) noexcept
-	: core_(std::move(core)), state_(std::move(state))
+    : core_(std::move(core)), state_(std::move(state))
 {
 }
 
@@ -336,7 +339,7 @@ Lease::operator=(Lease &&other) noexcept
 {
 	if (this != &other) {
 		if (state_ && core_)
-			(void) core_->release(*state_);
+			(void)core_->release(*state_);
 		core_ = std::move(other.core_);
 		state_ = std::move(other.state_);
 	}
@@ -346,7 +349,7 @@ Lease::operator=(Lease &&other) noexcept
 Lease::~Lease()
 {
 	if (state_ && core_)
-		(void) core_->release(*state_);
+		(void)core_->release(*state_);
 }
 
 std::int64_t
@@ -438,7 +441,7 @@ Lease::cancel_token() const noexcept
 // ---- Client -----------------------------------------------------------------
 
 Client::Client(std::string conninfo, ClientOptions options) noexcept
-	: core_(std::make_shared<detail::ClientCore>(std::move(conninfo), options))
+    : core_(std::make_shared<detail::ClientCore>(std::move(conninfo), options))
 {
 }
 
@@ -460,16 +463,15 @@ Client::acquire(std::string_view resource, const LeaseOptions &options) noexcept
 	try {
 		if (options.strategy == Strategy::advisory)
 			return Error{Errc::invalid_argument, "",
-						 "Strategy::advisory holds no lease object: use Client::with_advisory"};
+			             "Strategy::advisory holds no lease object: use Client::with_advisory"};
 		if (options.ttl <= std::chrono::milliseconds{0} || options.wait < std::chrono::milliseconds{0})
 			return Error{Errc::invalid_argument, "", "ttl must be positive and wait not negative"};
 		auto heartbeat = options.heartbeat.count() > 0 ? options.heartbeat : options.ttl / 3;
 		if (heartbeat * 2 > options.ttl || heartbeat.count() <= 0)
 			return Error{Errc::invalid_argument, "", "heartbeat must be positive and at most ttl/2"};
-		if (detail::thread_holds_lease() &&
-			!(options.wait.count() == 0 && options.allow_nested_try))
+		if (detail::thread_holds_lease() && !(options.wait.count() == 0 && options.allow_nested_try))
 			return Error{Errc::nested, "LS002",
-						 "this thread already holds a lease; release it before acquiring another"};
+			             "this thread already holds a lease; release it before acquiring another"};
 
 		bool session_bound = options.session_bound || options.strategy == Strategy::ephemeral;
 		std::string holder = options.holder.empty() ? core_->next_holder() : options.holder;
@@ -479,7 +481,7 @@ Client::acquire(std::string_view resource, const LeaseOptions &options) noexcept
 			return db.error();
 		auto sent = Clock::now();
 		auto granted = detail::db_acquire(**db, resource, options.ttl, options.wait, holder, session_bound,
-										  options.wait + core_->options().statement_grace);
+		                                  options.wait + core_->options().statement_grace);
 		if (!granted) {
 			core_->give_back(std::move(*db));
 			return granted.error();
@@ -487,7 +489,8 @@ Client::acquire(std::string_view resource, const LeaseOptions &options) noexcept
 		if (!*granted) {
 			core_->give_back(std::move(*db));
 			return Error{Errc::timeout, "",
-						 "lease \"" + std::string{resource} + "\" not granted within " + format_duration(options.wait)};
+			             "lease \"" + std::string{resource} + "\" not granted within " +
+			                 format_duration(options.wait)};
 		}
 
 		auto state = std::make_shared<detail::LeaseState>();
@@ -526,7 +529,7 @@ Client::run_fenced(const Lease *lease, std::string_view, std::chrono::millisecon
 		return Error{Errc::lost, "", "empty lease"};
 	// no local pre-check: the fence in the server is the authority
 	Result<void> r = core_->with_db<void>(
-		[&](detail::Db &db) { return detail::db_fenced(db, lease->resource(), lease->token(), fn); });
+	    [&](detail::Db &db) { return detail::db_fenced(db, lease->resource(), lease->token(), fn); });
 	if (!r && r.error().code == Errc::lost)
 		detail::ClientCore::mark_lost(*lease->state_, r.error());
 	return r;
@@ -534,9 +537,10 @@ Client::run_fenced(const Lease *lease, std::string_view, std::chrono::millisecon
 
 Result<void>
 Client::run_advisory(const Lease *, std::string_view resource, std::chrono::milliseconds wait,
-					 const TxFn &fn) noexcept
+                     const TxFn &fn) noexcept
 {
-	return core_->with_db<void>([&](detail::Db &db) { return detail::db_with_advisory(db, resource, wait, fn); });
+	return core_->with_db<void>(
+	    [&](detail::Db &db) { return detail::db_with_advisory(db, resource, wait, fn); });
 }
 
 Result<void>
@@ -548,13 +552,17 @@ Client::advisory_lock(pqxx::work &tx, std::string_view resource, std::chrono::mi
 Result<bool>
 Client::renew(std::string_view resource, std::int64_t token, std::chrono::milliseconds ttl) noexcept
 {
-	return core_->with_db<bool>([&](detail::Db &db) { return detail::db_renew(db, resource, token, ttl, core_->options().statement_grace); });
+	return core_->with_db<bool>([&](detail::Db &db) {
+		return detail::db_renew(db, resource, token, ttl, core_->options().statement_grace);
+	});
 }
 
 Result<bool>
 Client::release(std::string_view resource, std::int64_t token) noexcept
 {
-	return core_->with_db<bool>([&](detail::Db &db) { return detail::db_release(db, resource, token, core_->options().statement_grace); });
+	return core_->with_db<bool>([&](detail::Db &db) {
+		return detail::db_release(db, resource, token, core_->options().statement_grace);
+	});
 }
 
 Result<std::vector<LeaseInfo>>

@@ -76,8 +76,9 @@ guarded(Db *db, Body &&body) noexcept
 pqxx::row
 bounded(pqxx::nontransaction &tx, milliseconds timeout, const std::string &call)
 {
-	pqxx::result r = tx.exec("SET LOCAL statement_timeout = " +
-							 std::to_string(std::max<long long>(1, timeout.count())) + "; SELECT " + call);
+	pqxx::result r =
+	    tx.exec("SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
+	            "; SELECT " + call);
 	return r.at(0);
 }
 
@@ -90,7 +91,8 @@ db_connect(const std::string &conninfo, milliseconds connect_timeout) noexcept
 		DbPtr db{new Db};
 		// libpq takes the last value of a repeated keyword: the user's own wins
 		std::string ci = "connect_timeout=" +
-			std::to_string(std::max<long long>(1, (connect_timeout.count() + 999) / 1000)) + " " + conninfo;
+		                 std::to_string(std::max<long long>(1, (connect_timeout.count() + 999) / 1000)) +
+		                 " " + conninfo;
 		db->conn = std::make_unique<pqxx::connection>(ci);
 		return db;
 	});
@@ -110,14 +112,15 @@ db_backend_pid(const Db &db) noexcept
 
 Result<std::optional<std::int64_t>>
 db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wait, const std::string &holder,
-		   bool session_bound, milliseconds statement_timeout) noexcept
+           bool session_bound, milliseconds statement_timeout) noexcept
 {
 	return guarded<std::optional<std::int64_t>>(&db, [&]() -> Result<std::optional<std::int64_t>> {
 		pqxx::nontransaction tx{*db.conn};
-		pqxx::row r = bounded(tx, statement_timeout,
-							  "lease.acquire(" + tx.quote(std::string{resource}) + ", " + tx.quote(interval_ms(ttl)) +
-								  "::interval, " + tx.quote(interval_ms(wait)) + "::interval, " + tx.quote(holder) +
-								  ", " + (session_bound ? "true" : "false") + ")");
+		pqxx::row r =
+		    bounded(tx, statement_timeout,
+		            "lease.acquire(" + tx.quote(std::string{resource}) + ", " + tx.quote(interval_ms(ttl)) +
+		                "::interval, " + tx.quote(interval_ms(wait)) + "::interval, " + tx.quote(holder) +
+		                ", " + (session_bound ? "true" : "false") + ")");
 		if (r[0].is_null())
 			return std::optional<std::int64_t>{};
 		return std::optional<std::int64_t>{r[0].as<std::int64_t>()};
@@ -125,13 +128,14 @@ db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wai
 }
 
 Result<bool>
-db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl, milliseconds timeout) noexcept
+db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl,
+         milliseconds timeout) noexcept
 {
 	return guarded<bool>(&db, [&]() -> Result<bool> {
 		pqxx::nontransaction tx{*db.conn};
 		pqxx::row r = bounded(tx, timeout,
-							  "lease.renew(" + tx.quote(std::string{resource}) + ", " + std::to_string(token) + ", " +
-								  tx.quote(interval_ms(ttl)) + "::interval)");
+		                      "lease.renew(" + tx.quote(std::string{resource}) + ", " +
+		                          std::to_string(token) + ", " + tx.quote(interval_ms(ttl)) + "::interval)");
 		return r[0].as<bool>();
 	});
 }
@@ -141,15 +145,16 @@ db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds t
 {
 	return guarded<bool>(&db, [&]() -> Result<bool> {
 		pqxx::nontransaction tx{*db.conn};
-		pqxx::row r = bounded(tx, timeout,
-							  "lease.release(" + tx.quote(std::string{resource}) + ", " + std::to_string(token) + ")");
+		pqxx::row r =
+		    bounded(tx, timeout,
+		            "lease.release(" + tx.quote(std::string{resource}) + ", " + std::to_string(token) + ")");
 		return r[0].as<bool>();
 	});
 }
 
 Result<void>
 db_fenced(Db &db, std::string_view resource, std::int64_t token,
-		  const std::function<void(pqxx::work &)> &fn) noexcept
+          const std::function<void(pqxx::work &)> &fn) noexcept
 {
 	return guarded<void>(&db, [&]() -> Result<void> {
 		pqxx::work tx{*db.conn};
@@ -168,14 +173,14 @@ db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) n
 		tx.exec("SET LOCAL lock_timeout = " + std::to_string(std::max<long long>(1, wait.count())));
 		// namespaced key, so pg_lease's advisory locks never collide with others'
 		tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1 || $2, 0))",
-					   std::string{advisory_key_prefix}, std::string{resource});
+		               std::string{advisory_key_prefix}, std::string{resource});
 		return {};
 	});
 }
 
 Result<void>
 db_with_advisory(Db &db, std::string_view resource, milliseconds wait,
-				 const std::function<void(pqxx::work &)> &fn) noexcept
+                 const std::function<void(pqxx::work &)> &fn) noexcept
 {
 	return guarded<void>(&db, [&]() -> Result<void> {
 		pqxx::work tx{*db.conn};
@@ -193,10 +198,10 @@ db_status(Db &db) noexcept
 {
 	return guarded<std::vector<LeaseInfo>>(&db, [&]() -> Result<std::vector<LeaseInfo>> {
 		pqxx::nontransaction tx{*db.conn};
-		pqxx::result res = tx.exec(
-			"SELECT resource, holder, token, owner::text,"
-			"       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters"
-			"  FROM lease.leases ORDER BY resource");
+		pqxx::result res =
+		    tx.exec("SELECT resource, holder, token, owner::text,"
+		            "       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters"
+		            "  FROM lease.leases ORDER BY resource");
 		std::vector<LeaseInfo> out;
 		for (const auto &row : res) {
 			LeaseInfo info;

@@ -7,14 +7,22 @@ std::string_view
 to_string(Errc code) noexcept
 {
 	switch (code) {
-	case Errc::timeout: return "timeout";
-	case Errc::lost: return "lost";
-	case Errc::nested: return "nested";
-	case Errc::unavailable: return "unavailable";
-	case Errc::invalid_argument: return "invalid_argument";
-	case Errc::permission: return "permission";
-	case Errc::not_installed: return "not_installed";
-	case Errc::internal: return "internal";
+	case Errc::timeout:
+		return "timeout";
+	case Errc::lost:
+		return "lost";
+	case Errc::nested:
+		return "nested";
+	case Errc::unavailable:
+		return "unavailable";
+	case Errc::invalid_argument:
+		return "invalid_argument";
+	case Errc::permission:
+		return "permission";
+	case Errc::not_installed:
+		return "not_installed";
+	case Errc::internal:
+		return "internal";
 	}
 	return "internal";
 }

@@ -9,9 +9,12 @@ std::string_view
 to_string(Strategy strategy) noexcept
 {
 	switch (strategy) {
-	case Strategy::lease: return "Lease";
-	case Strategy::ephemeral: return "Ephemeral";
-	case Strategy::advisory: return "Advisory";
+	case Strategy::lease:
+		return "Lease";
+	case Strategy::ephemeral:
+		return "Ephemeral";
+	case Strategy::advisory:
+		return "Advisory";
 	}
 	return "Lease";
 }
@@ -34,13 +37,13 @@ format_duration(std::chrono::milliseconds d)
 std::string
 describe(const LeaseOptions &options)
 {
-	Strategy s = options.session_bound && options.strategy == Strategy::lease ? Strategy::ephemeral
-																			  : options.strategy;
+	Strategy s =
+	    options.session_bound && options.strategy == Strategy::lease ? Strategy::ephemeral : options.strategy;
 	std::ostringstream out;
 	out << "Provider: PostgreSQL\n"
-		<< "Strategy: " << to_string(s) << "\n"
-		<< "TTL: " << format_duration(options.ttl) << "\n"
-		<< "Safety: " << (s == Strategy::advisory ? "none" : "fencing") << "\n";
+	    << "Strategy: " << to_string(s) << "\n"
+	    << "TTL: " << format_duration(options.ttl) << "\n"
+	    << "Safety: " << (s == Strategy::advisory ? "none" : "fencing") << "\n";
 	return out.str();
 }
 

@@ -2,10 +2,11 @@
 #include <iostream>
 #include <pglease/pglease.hpp>
 
-int main()
+int
+main()
 {
 	using namespace std::chrono_literals;
-	pglease::Client client{""};                    // libpq environment: PGHOST, PGPORT, ...
+	pglease::Client client{""}; // libpq environment: PGHOST, PGPORT, ...
 	pglease::LeaseOptions options;
 	options.ttl = 30s;
 	options.wait = 5s;
@@ -15,9 +16,9 @@ int main()
 		return 1;
 	}
 	auto wrote = client.fenced(*lease, [&](pqxx::work &tx) {
-		tx.exec_params("SELECT $1::bigint", lease->token());  // your writes here
+		tx.exec_params("SELECT $1::bigint", lease->token()); // your writes here
 	});
 	std::cout << "token " << lease->token() << (wrote ? " wrote" : " rejected") << "\n"
-			  << pglease::describe(options);
+	          << pglease::describe(options);
 	return wrote ? 0 : 1;
 }

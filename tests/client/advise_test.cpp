@@ -30,7 +30,7 @@ static_assert(pglease::cli::advise_exit_refused == 65, "EX_DATAERR");
 constexpr std::size_t max_emitted_lines = 20;
 
 ::testing::AssertionResult
-Contains(const std::string& text, const std::string& part)
+Contains(const std::string &text, const std::string &part)
 {
 	if (text.find(part) != std::string::npos)
 		return ::testing::AssertionSuccess();
@@ -38,7 +38,7 @@ Contains(const std::string& text, const std::string& part)
 }
 
 std::vector<std::string>
-lines_of(const std::string& text)
+lines_of(const std::string &text)
 {
 	std::vector<std::string> lines;
 	std::istringstream stream{text};
@@ -48,10 +48,10 @@ lines_of(const std::string& text)
 }
 
 std::string
-joined(const std::vector<std::string>& lines)
+joined(const std::vector<std::string> &lines)
 {
 	std::string text;
-	for (const std::string& line : lines)
+	for (const std::string &line : lines)
 		text += line + "\n";
 	return text;
 }
@@ -78,16 +78,16 @@ with_flags(AdviseInput input, bool write, bool strong, bool failover)
 
 // The four fields as one string, so a failure shows the whole configuration.
 std::string
-summary(const AdviseResult& result)
+summary(const AdviseResult &result)
 {
 	if (!result.advice)
 		return "refused: " + result.refusal;
-	const Advice& a = *result.advice;
+	const Advice &a = *result.advice;
 	return a.provider + "/" + a.strategy + "/" + format_duration(a.ttl) + "/" + a.safety;
 }
 
 std::string
-explanation(const AdviseResult& result)
+explanation(const AdviseResult &result)
 {
 	return result.advice ? joined(result.advice->explanation) : "refused: " + result.refusal;
 }
@@ -102,8 +102,8 @@ CliRun
 run(std::vector<std::string> args)
 {
 	args.insert(args.begin(), "advise");
-	std::vector<const char*> argv;
-	for (const std::string& arg : args)
+	std::vector<const char *> argv;
+	for (const std::string &arg : args)
 		argv.push_back(arg.c_str());
 	argv.push_back(nullptr);
 	std::ostringstream out, err;
@@ -111,8 +111,8 @@ run(std::vector<std::string> args)
 	return {code, out.str(), err.str()};
 }
 
-const std::vector<std::string> base_args{"--resource", "orders", "--section", "200ms", "--instances", "8",
-										 "--infra", "postgres"};
+const std::vector<std::string> base_args{"--resource",  "orders", "--section", "200ms",
+                                         "--instances", "8",      "--infra",   "postgres"};
 
 std::vector<std::string>
 base_plus(std::vector<std::string> extra)
@@ -124,7 +124,7 @@ base_plus(std::vector<std::string> extra)
 
 // The emitted code: what render adds after the four lines and the explanation.
 std::vector<std::string>
-emitted_lines(const AdviseInput& input)
+emitted_lines(const AdviseInput &input)
 {
 	const AdviseResult result = decide(input);
 	if (!result.advice)
@@ -172,14 +172,15 @@ TEST(Duration, parse_reads_plain_numbers_as_seconds)
 
 TEST(Duration, parse_rejects_empty_signs_and_junk)
 {
-	for (const char* text : {"", "-1s", "+1s", "-5", "abc", "10x", "s", "ms", "1 s", " 1s", "1s ", "1.s", ".5s",
-							 "1..5s", "1.5.5s", "1e3s", "1sms", "1S", "5min", "0x10", "1,5s", "1.-5s"})
+	for (const char *text :
+	     {"",    "-1s", "+1s",   "-5",     "abc",  "10x",  "s",  "ms",   "1 s",  " 1s",  "1s ",
+	      "1.s", ".5s", "1..5s", "1.5.5s", "1e3s", "1sms", "1S", "5min", "0x10", "1,5s", "1.-5s"})
 		EXPECT_EQ(parse_duration(text), std::nullopt) << "'" << text << "' was accepted";
 }
 
 TEST(Duration, parse_rejects_fractions_of_a_millisecond)
 {
-	for (const char* text : {"0.5ms", "1.0005s", "0.0000001h", "0.00000001h", "1.00000000001s"})
+	for (const char *text : {"0.5ms", "1.0005s", "0.0000001h", "0.00000001h", "1.00000000001s"})
 		EXPECT_EQ(parse_duration(text), std::nullopt) << "'" << text << "' was rounded instead of rejected";
 }
 
@@ -189,8 +190,8 @@ TEST(Duration, parse_accepts_the_largest_value_and_rejects_overflow)
 	EXPECT_EQ(parse_duration("9223372036854775807ms"), max);
 	EXPECT_EQ(parse_duration("9223372036854775.807s"), max);
 	EXPECT_EQ(parse_duration("2562047788015h"), milliseconds{2'562'047'788'015LL * 3'600'000LL});
-	for (const char* text : {"9223372036854775808ms", "9223372036854775.808s", "9223372036854775807s",
-							 "2562047788016h", "99999999999999999999999999"})
+	for (const char *text : {"9223372036854775808ms", "9223372036854775.808s", "9223372036854775807s",
+	                         "2562047788016h", "99999999999999999999999999"})
 		EXPECT_EQ(parse_duration(text), std::nullopt) << "'" << text << "' overflowed into a value";
 }
 
@@ -220,8 +221,8 @@ TEST(Duration, format_keeps_the_sign_of_a_negative_value)
 
 TEST(Duration, format_then_parse_gives_back_the_same_value)
 {
-	for (const milliseconds value : {0ms, 1ms, 999ms, 1'000ms, 1'500ms, 59'000ms, 60'000ms, 61'000ms, 3'600'000ms,
-									 3'601'000ms, 86'400'000ms, milliseconds::max()})
+	for (const milliseconds value : {0ms, 1ms, 999ms, 1'000ms, 1'500ms, 59'000ms, 60'000ms, 61'000ms,
+	                                 3'600'000ms, 3'601'000ms, 86'400'000ms, milliseconds::max()})
 		EXPECT_EQ(parse_duration(format_duration(value)), value) << format_duration(value);
 }
 
@@ -267,7 +268,8 @@ TEST(AdviseTree, short_section_with_postgres_is_advisory_without_fencing)
 
 TEST(AdviseTree, short_section_prefers_postgres_over_redis)
 {
-	EXPECT_EQ(summary(decide(job(200ms, {"redis", "postgres", "zookeeper"}))), "PostgreSQL/Advisory/600ms/none");
+	EXPECT_EQ(summary(decide(job(200ms, {"redis", "postgres", "zookeeper"}))),
+	          "PostgreSQL/Advisory/600ms/none");
 }
 
 TEST(AdviseTree, short_section_with_redis_is_a_simple_redis_lock_of_at_least_1s)
@@ -301,22 +303,26 @@ TEST(AdviseTree, section_of_exactly_1s_is_not_short)
 
 TEST(AdviseTree, write_with_postgres_is_a_fenced_lease)
 {
-	const AdviseResult result = decide(with_flags(job(2s, {"postgres", "redis", "etcd"}), true, false, false));
+	const AdviseResult result =
+	    decide(with_flags(job(2s, {"postgres", "redis", "etcd"}), true, false, false));
 	EXPECT_EQ(summary(result), "PostgreSQL/Lease/6s/fencing");
 	EXPECT_TRUE(Contains(explanation(result), "lease.fence"));
 }
 
 TEST(AdviseTree, write_comes_before_strong_and_failover)
 {
-	EXPECT_EQ(summary(decide(with_flags(job(2s, {"postgres"}), true, true, true))), "PostgreSQL/Lease/6s/fencing");
-	EXPECT_EQ(summary(decide(with_flags(job(2s, {"redis", "etcd"}), true, false, true))), "etcd/Lease/6s/fencing");
+	EXPECT_EQ(summary(decide(with_flags(job(2s, {"postgres"}), true, true, true))),
+	          "PostgreSQL/Lease/6s/fencing");
+	EXPECT_EQ(summary(decide(with_flags(job(2s, {"redis", "etcd"}), true, false, true))),
+	          "etcd/Lease/6s/fencing");
 }
 
 TEST(AdviseTree, write_without_postgres_uses_zookeeper_then_etcd)
 {
 	EXPECT_EQ(summary(decide(with_flags(job(2s, {"redis", "zookeeper", "etcd"}), true, false, false))),
-			  "ZooKeeper/Ephemeral/6s/fencing");
-	EXPECT_EQ(summary(decide(with_flags(job(2s, {"redis", "etcd"}), true, false, false))), "etcd/Lease/6s/fencing");
+	          "ZooKeeper/Ephemeral/6s/fencing");
+	EXPECT_EQ(summary(decide(with_flags(job(2s, {"redis", "etcd"}), true, false, false))),
+	          "etcd/Lease/6s/fencing");
 }
 
 TEST(AdviseTree, write_with_redis_only_is_redlock_and_warns_that_redis_cannot_fence)
@@ -339,8 +345,9 @@ TEST(AdviseTree, strong_with_postgres_is_a_fenced_lease)
 TEST(AdviseTree, strong_without_postgres_uses_zookeeper_or_etcd)
 {
 	EXPECT_EQ(summary(decide(with_flags(job(2s, {"redis", "zookeeper"}), false, true, false))),
-			  "ZooKeeper/Ephemeral/6s/fencing");
-	EXPECT_EQ(summary(decide(with_flags(job(2s, {"redis", "etcd"}), false, true, false))), "etcd/Lease/6s/fencing");
+	          "ZooKeeper/Ephemeral/6s/fencing");
+	EXPECT_EQ(summary(decide(with_flags(job(2s, {"redis", "etcd"}), false, true, false))),
+	          "etcd/Lease/6s/fencing");
 }
 
 TEST(AdviseTree, strong_with_redis_only_is_refused)
@@ -353,8 +360,10 @@ TEST(AdviseTree, strong_with_redis_only_is_refused)
 
 TEST(AdviseTree, strong_comes_before_failover)
 {
-	EXPECT_EQ(summary(decide(with_flags(job(2s, {"postgres"}), false, true, true))), "PostgreSQL/Lease/6s/fencing");
-	EXPECT_EQ(summary(decide(with_flags(job(2s, {"redis", "etcd"}), false, true, true))), "etcd/Lease/6s/fencing");
+	EXPECT_EQ(summary(decide(with_flags(job(2s, {"postgres"}), false, true, true))),
+	          "PostgreSQL/Lease/6s/fencing");
+	EXPECT_EQ(summary(decide(with_flags(job(2s, {"redis", "etcd"}), false, true, true))),
+	          "etcd/Lease/6s/fencing");
 }
 
 // ------------------------------------------------------- step 5: --failover
@@ -376,7 +385,7 @@ TEST(AdviseTree, failover_without_postgres_is_redlock_on_3_or_more_nodes)
 TEST(AdviseTree, failover_without_postgres_or_redis_uses_zookeeper)
 {
 	EXPECT_EQ(summary(decide(with_flags(job(10s, {"zookeeper"}), false, false, true))),
-			  "ZooKeeper/Ephemeral/30s/fencing");
+	          "ZooKeeper/Ephemeral/30s/fencing");
 }
 
 // ------------------------------------------------- step 6: no flag at all
@@ -442,8 +451,9 @@ TEST(AdviseTtl, decide_refuses_invalid_input_instead_of_guessing)
 	empty_resource.resource.clear();
 	AdviseInput bad_emit = job(2s, {"postgres"});
 	bad_emit.emit = "xml";
-	for (const AdviseInput& input : {job(0ms, {"postgres"}), job(-1s, {"postgres"}), job(milliseconds::max(), {"postgres"}),
-									 job(2s, {"postgres"}, 0), job(2s, {"mysql"}), job(2s, {}), empty_resource, bad_emit}) {
+	for (const AdviseInput &input :
+	     {job(0ms, {"postgres"}), job(-1s, {"postgres"}), job(milliseconds::max(), {"postgres"}),
+	      job(2s, {"postgres"}, 0), job(2s, {"mysql"}), job(2s, {}), empty_resource, bad_emit}) {
 		const AdviseResult result = decide(input);
 		EXPECT_FALSE(result.advice) << summary(result);
 		EXPECT_FALSE(result.refusal.empty());
@@ -455,9 +465,11 @@ TEST(AdviseTtl, decide_refuses_invalid_input_instead_of_guessing)
 TEST(AdviseRender, output_is_exactly_the_four_lines)
 {
 	const AdviseInput input = job(10s, {"postgres"});
-	EXPECT_EQ(render(*decide(input).advice, input), "Provider: PostgreSQL\nStrategy: Lease\nTTL: 30s\nSafety: fencing\n");
+	EXPECT_EQ(render(*decide(input).advice, input),
+	          "Provider: PostgreSQL\nStrategy: Lease\nTTL: 30s\nSafety: fencing\n");
 	const AdviseInput redis = job(200ms, {"redis"});
-	EXPECT_EQ(render(*decide(redis).advice, redis), "Provider: Redis\nStrategy: Lease\nTTL: 1s\nSafety: none\n");
+	EXPECT_EQ(render(*decide(redis).advice, redis),
+	          "Provider: Redis\nStrategy: Lease\nTTL: 1s\nSafety: none\n");
 }
 
 TEST(AdviseRender, explain_adds_one_hash_line_per_decision_after_the_four_lines)
@@ -476,9 +488,9 @@ TEST(AdviseRender, explain_adds_one_hash_line_per_decision_after_the_four_lines)
 TEST(AdviseRender, every_postgres_strategy_emits_at_most_20_lines_in_either_language)
 {
 	const std::vector<AdviseInput> inputs{job(200ms, {"postgres"}), job(2s, {"postgres"}),
-										  with_flags(job(2s, {"postgres"}), false, false, true)};
-	for (const AdviseInput& input : inputs)
-		for (const char* language : {"sql", "cpp"}) {
+	                                      with_flags(job(2s, {"postgres"}), false, false, true)};
+	for (const AdviseInput &input : inputs)
+		for (const char *language : {"sql", "cpp"}) {
 			const std::vector<std::string> lines = emitted_lines(emitting(input, language));
 			EXPECT_GE(lines.size(), 5u) << language << " for " << summary(decide(input));
 			EXPECT_LE(lines.size(), max_emitted_lines) << joined(lines);
@@ -501,7 +513,8 @@ TEST(AdviseRender, sql_lease_acquires_fences_inside_a_transaction_and_releases)
 
 TEST(AdviseRender, sql_ephemeral_binds_the_lease_to_the_session)
 {
-	const std::string sql = joined(emitted_lines(emitting(with_flags(job(2s, {"postgres"}), false, false, true), "sql")));
+	const std::string sql =
+	    joined(emitted_lines(emitting(with_flags(job(2s, {"postgres"}), false, false, true), "sql")));
 	EXPECT_TRUE(Contains(sql, "session_bound => true"));
 	EXPECT_TRUE(Contains(sql, "lease.fence("));
 }
@@ -534,21 +547,22 @@ TEST(AdviseRender, cpp_lease_uses_the_client_api)
 TEST(AdviseRender, cpp_ephemeral_and_advisory_use_their_strategies)
 {
 	const std::string ephemeral =
-		joined(emitted_lines(emitting(with_flags(job(2s, {"postgres"}), false, false, true), "cpp")));
+	    joined(emitted_lines(emitting(with_flags(job(2s, {"postgres"}), false, false, true), "cpp")));
 	EXPECT_TRUE(Contains(ephemeral, "opts.strategy = pglease::Strategy::ephemeral;"));
 	const std::string advisory = joined(emitted_lines(emitting(job(1500ms / 10, {"postgres"}), "cpp")));
-	EXPECT_TRUE(Contains(advisory, "client.with_advisory(\"orders\", std::chrono::milliseconds{450}, [&](pqxx::work& tx) {"));
+	EXPECT_TRUE(Contains(
+	    advisory, "client.with_advisory(\"orders\", std::chrono::milliseconds{450}, [&](pqxx::work& tx) {"));
 	EXPECT_FALSE(Contains(advisory, "client.acquire"));
 }
 
 TEST(AdviseRender, cpp_durations_use_the_unit_the_four_lines_print)
 {
 	EXPECT_TRUE(Contains(joined(emitted_lines(emitting(job(20s, {"postgres"}), "cpp"))),
-						 "opts.ttl = std::chrono::minutes{1};"));
+	                     "opts.ttl = std::chrono::minutes{1};"));
 	EXPECT_TRUE(Contains(joined(emitted_lines(emitting(job(1h, {"postgres"}), "cpp"))),
-						 "opts.ttl = std::chrono::hours{3};"));
+	                     "opts.ttl = std::chrono::hours{3};"));
 	EXPECT_TRUE(Contains(joined(emitted_lines(emitting(job(1500ms, {"postgres"}), "cpp"))),
-						 "opts.ttl = std::chrono::milliseconds{4500};"));
+	                     "opts.ttl = std::chrono::milliseconds{4500};"));
 }
 
 TEST(AdviseRender, an_emit_language_decide_would_refuse_adds_nothing)
@@ -562,12 +576,13 @@ TEST(AdviseRender, an_emit_language_decide_would_refuse_adds_nothing)
 TEST(AdviseRender, emit_for_another_provider_is_one_line_saying_pg_lease_does_not_implement_it)
 {
 	const std::vector<std::pair<AdviseInput, std::string>> cases{
-		{job(200ms, {"redis"}), "# pg_lease does not implement Redis; see the Redis documentation for SET NX PX / Redlock"},
-		{job(2s, {"zookeeper"}), "# pg_lease does not implement ZooKeeper; "},
-		{job(2s, {"etcd"}), "# pg_lease does not implement etcd; "},
+	    {job(200ms, {"redis"}),
+	     "# pg_lease does not implement Redis; see the Redis documentation for SET NX PX / Redlock"},
+	    {job(2s, {"zookeeper"}), "# pg_lease does not implement ZooKeeper; "},
+	    {job(2s, {"etcd"}), "# pg_lease does not implement etcd; "},
 	};
-	for (const auto& [input, expected] : cases)
-		for (const char* language : {"sql", "cpp"}) {
+	for (const auto &[input, expected] : cases)
+		for (const char *language : {"sql", "cpp"}) {
 			const std::vector<std::string> lines = emitted_lines(emitting(input, language));
 			ASSERT_EQ(lines.size(), 1u) << joined(lines);
 			EXPECT_EQ(lines[0].rfind(expected, 0), 0u) << lines[0];
@@ -578,8 +593,10 @@ TEST(AdviseRender, emitted_code_quotes_the_resource_name)
 {
 	AdviseInput input = job(2s, {"postgres"});
 	input.resource = R"(O'Brien "a\b")";
-	EXPECT_TRUE(Contains(joined(emitted_lines(emitting(input, "sql"))), R"(lease.acquire('O''Brien "a\b"', )"));
-	EXPECT_TRUE(Contains(joined(emitted_lines(emitting(input, "cpp"))), R"(client.acquire("O'Brien \"a\\b\"", opts))"));
+	EXPECT_TRUE(
+	    Contains(joined(emitted_lines(emitting(input, "sql"))), R"(lease.acquire('O''Brien "a\b"', )"));
+	EXPECT_TRUE(Contains(joined(emitted_lines(emitting(input, "cpp"))),
+	                     R"(client.acquire("O'Brien \"a\\b\"", opts))"));
 }
 
 // ------------------------------------------------------------ the command
@@ -587,7 +604,7 @@ TEST(AdviseRender, emitted_code_quotes_the_resource_name)
 TEST(AdviseCli, prints_the_four_lines_and_exits_0)
 {
 	const CliRun result = run({"--resource", "orders", "--section", "30s", "--instances", "8", "--infra",
-							   "postgres,redis,zookeeper,etcd,memory"});
+	                           "postgres,redis,zookeeper,etcd,memory"});
 	EXPECT_EQ(result.code, 0) << result.err;
 	EXPECT_EQ(result.out, "Provider: PostgreSQL\nStrategy: Lease\nTTL: 90s\nSafety: fencing\n");
 	EXPECT_EQ(result.err, "");
@@ -595,9 +612,9 @@ TEST(AdviseCli, prints_the_four_lines_and_exits_0)
 
 TEST(AdviseCli, without_explain_or_emit_prints_at_most_four_lines)
 {
-	for (const char* flag : {"--write", "--strong", "--failover"}) {
+	for (const char *flag : {"--write", "--strong", "--failover"}) {
 		const CliRun result =
-			run({"--resource", "r", "--section", "2s", "--instances", "2", "--infra", "redis,etcd", flag});
+		    run({"--resource", "r", "--section", "2s", "--instances", "2", "--infra", "redis,etcd", flag});
 		EXPECT_EQ(result.code, 0) << result.err;
 		EXPECT_EQ(lines_of(result.out).size(), 4u) << flag << ":\n" << result.out;
 	}
@@ -605,7 +622,8 @@ TEST(AdviseCli, without_explain_or_emit_prints_at_most_four_lines)
 
 TEST(AdviseCli, accepts_option_equals_value)
 {
-	const CliRun result = run({"--resource=orders", "--section=200ms", "--instances=8", "--infra=redis", "--emit=sql"});
+	const CliRun result =
+	    run({"--resource=orders", "--section=200ms", "--instances=8", "--infra=redis", "--emit=sql"});
 	EXPECT_EQ(result.code, 0) << result.err;
 	EXPECT_EQ(lines_of(result.out).size(), 5u) << result.out;
 	EXPECT_TRUE(Contains(result.out, "Provider: Redis\n"));
@@ -624,7 +642,8 @@ TEST(AdviseCli, explain_and_emit_come_after_the_four_lines)
 
 TEST(AdviseCli, infra_names_are_trimmed_case_insensitive_and_accept_postgresql)
 {
-	const CliRun result = run({"--resource", "r", "--section", "2s", "--instances", "2", "--infra", " PostgreSQL , Redis,"});
+	const CliRun result =
+	    run({"--resource", "r", "--section", "2s", "--instances", "2", "--infra", " PostgreSQL , Redis,"});
 	EXPECT_EQ(result.code, 0) << result.err;
 	EXPECT_TRUE(Contains(result.out, "Provider: PostgreSQL\n"));
 	EXPECT_EQ(result.err, "");
@@ -632,7 +651,8 @@ TEST(AdviseCli, infra_names_are_trimmed_case_insensitive_and_accept_postgresql)
 
 TEST(AdviseCli, unknown_infra_name_beside_a_known_one_is_reported_and_ignored)
 {
-	const CliRun result = run({"--resource", "r", "--section", "2s", "--instances", "2", "--infra", "postgress,redis"});
+	const CliRun result =
+	    run({"--resource", "r", "--section", "2s", "--instances", "2", "--infra", "postgress,redis"});
 	EXPECT_EQ(result.code, 0);
 	EXPECT_TRUE(Contains(result.err, "ignoring unknown infrastructure 'postgress'"));
 	EXPECT_TRUE(Contains(result.out, "Provider: Redis\n"));
@@ -640,7 +660,7 @@ TEST(AdviseCli, unknown_infra_name_beside_a_known_one_is_reported_and_ignored)
 
 TEST(AdviseCli, help_prints_usage_on_out_and_exits_0)
 {
-	for (const char* flag : {"--help", "-h"}) {
+	for (const char *flag : {"--help", "-h"}) {
 		const CliRun result = run({flag});
 		EXPECT_EQ(result.code, 0);
 		EXPECT_TRUE(Contains(result.out, "usage: pglease advise --resource NAME"));
@@ -652,7 +672,8 @@ TEST(AdviseCli, help_prints_usage_on_out_and_exits_0)
 
 TEST(AdviseCli, memory_only_with_many_instances_exits_65_with_the_reason_on_err)
 {
-	const CliRun result = run({"--resource", "r", "--section", "2s", "--instances", "8", "--infra", "memory"});
+	const CliRun result =
+	    run({"--resource", "r", "--section", "2s", "--instances", "8", "--infra", "memory"});
 	EXPECT_EQ(result.code, 65);
 	EXPECT_EQ(result.out, "");
 	EXPECT_TRUE(Contains(result.err, "refused: in-memory locks cannot coordinate 8 instances"));
@@ -660,7 +681,8 @@ TEST(AdviseCli, memory_only_with_many_instances_exits_65_with_the_reason_on_err)
 
 TEST(AdviseCli, strong_with_redis_only_exits_65)
 {
-	const CliRun result = run({"--resource", "r", "--section", "2s", "--instances", "3", "--infra", "redis", "--strong"});
+	const CliRun result =
+	    run({"--resource", "r", "--section", "2s", "--instances", "3", "--infra", "redis", "--strong"});
 	EXPECT_EQ(result.code, 65);
 	EXPECT_EQ(result.out, "");
 	EXPECT_TRUE(Contains(result.err, "refused: --strong needs"));
@@ -671,7 +693,8 @@ TEST(AdviseCli, each_missing_required_option_is_a_usage_error)
 	for (std::size_t drop = 0; drop < base_args.size(); drop += 2) {
 		std::vector<std::string> args = base_args;
 		const std::string option = args[drop];
-		args.erase(args.begin() + static_cast<std::ptrdiff_t>(drop), args.begin() + static_cast<std::ptrdiff_t>(drop) + 2);
+		args.erase(args.begin() + static_cast<std::ptrdiff_t>(drop),
+		           args.begin() + static_cast<std::ptrdiff_t>(drop) + 2);
 		const CliRun result = run(args);
 		EXPECT_EQ(result.code, 64) << "without " << option;
 		EXPECT_TRUE(Contains(result.err, "missing " + option));
@@ -683,31 +706,42 @@ TEST(AdviseCli, each_missing_required_option_is_a_usage_error)
 TEST(AdviseCli, bad_arguments_are_usage_errors_that_name_the_problem)
 {
 	const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
-		{base_plus({"--bogus"}), "unknown option --bogus"},
-		{base_plus({"extra"}), "unexpected argument extra"},
-		{base_plus({"--write=yes"}), "--write takes no value"},
-		{base_plus({"--emit", "xml"}), "--emit must be sql or cpp"},
-		{base_plus({"--emit"}), "--emit needs a value"},
-		{base_plus({"--emit", "--explain"}), "--emit needs a value"},
-		{base_plus({"--instances", "3"}), "--instances given twice"},
-		{{"--resource", "r", "--section", "soon", "--instances", "8", "--infra", "postgres"}, "--section: 'soon'"},
-		{{"--resource", "r", "--section", "-1s", "--instances", "8", "--infra", "postgres"}, "--section: '-1s'"},
-		{{"--resource", "r", "--section", "0", "--instances", "8", "--infra", "postgres"}, "--section must be longer than 0"},
-		{{"--resource", "r", "--section", "9223372036854775807ms", "--instances", "8", "--infra", "postgres"},
-		 "--section is too long"},
-		{{"--resource", "r", "--section", "2s", "--instances", "0", "--infra", "postgres"}, "--instances must be at least 1"},
-		{{"--resource", "r", "--section", "2s", "--instances", "-1", "--infra", "postgres"}, "--instances must be at least 1"},
-		{{"--resource", "r", "--section", "2s", "--instances", "eight", "--infra", "postgres"}, "--instances: 'eight'"},
-		{{"--resource", "r", "--section", "2s", "--instances", "3x", "--infra", "postgres"}, "--instances: '3x'"},
-		{{"--resource", "r", "--section", "2s", "--instances", "99999999999", "--infra", "postgres"}, "--instances: "},
-		{{"--resource", "r", "--section", "2s", "--instances", "8", "--infra", "mysql,oracle"}, "--infra lists none"},
-		{{"--resource", "r", "--section", "2s", "--instances", "8", "--infra", ""}, "--infra lists none"},
-		{{"--resource", "", "--section", "2s", "--instances", "8", "--infra", "postgres"}, "--resource is empty"},
-		{{"--resource", std::string(257, 'x'), "--section", "2s", "--instances", "8", "--infra", "postgres"},
-		 "--resource is longer than 256 bytes"},
-		{{"--resource", "a\nb", "--section", "2s", "--instances", "8", "--infra", "postgres"}, "control character"},
+	    {base_plus({"--bogus"}), "unknown option --bogus"},
+	    {base_plus({"extra"}), "unexpected argument extra"},
+	    {base_plus({"--write=yes"}), "--write takes no value"},
+	    {base_plus({"--emit", "xml"}), "--emit must be sql or cpp"},
+	    {base_plus({"--emit"}), "--emit needs a value"},
+	    {base_plus({"--emit", "--explain"}), "--emit needs a value"},
+	    {base_plus({"--instances", "3"}), "--instances given twice"},
+	    {{"--resource", "r", "--section", "soon", "--instances", "8", "--infra", "postgres"},
+	     "--section: 'soon'"},
+	    {{"--resource", "r", "--section", "-1s", "--instances", "8", "--infra", "postgres"},
+	     "--section: '-1s'"},
+	    {{"--resource", "r", "--section", "0", "--instances", "8", "--infra", "postgres"},
+	     "--section must be longer than 0"},
+	    {{"--resource", "r", "--section", "9223372036854775807ms", "--instances", "8", "--infra", "postgres"},
+	     "--section is too long"},
+	    {{"--resource", "r", "--section", "2s", "--instances", "0", "--infra", "postgres"},
+	     "--instances must be at least 1"},
+	    {{"--resource", "r", "--section", "2s", "--instances", "-1", "--infra", "postgres"},
+	     "--instances must be at least 1"},
+	    {{"--resource", "r", "--section", "2s", "--instances", "eight", "--infra", "postgres"},
+	     "--instances: 'eight'"},
+	    {{"--resource", "r", "--section", "2s", "--instances", "3x", "--infra", "postgres"},
+	     "--instances: '3x'"},
+	    {{"--resource", "r", "--section", "2s", "--instances", "99999999999", "--infra", "postgres"},
+	     "--instances: "},
+	    {{"--resource", "r", "--section", "2s", "--instances", "8", "--infra", "mysql,oracle"},
+	     "--infra lists none"},
+	    {{"--resource", "r", "--section", "2s", "--instances", "8", "--infra", ""}, "--infra lists none"},
+	    {{"--resource", "", "--section", "2s", "--instances", "8", "--infra", "postgres"},
+	     "--resource is empty"},
+	    {{"--resource", std::string(257, 'x'), "--section", "2s", "--instances", "8", "--infra", "postgres"},
+	     "--resource is longer than 256 bytes"},
+	    {{"--resource", "a\nb", "--section", "2s", "--instances", "8", "--infra", "postgres"},
+	     "control character"},
 	};
-	for (const auto& [args, message] : cases) {
+	for (const auto &[args, message] : cases) {
 		const CliRun result = run(args);
 		EXPECT_EQ(result.code, 64) << "expected a usage error for: " << message;
 		EXPECT_TRUE(Contains(result.err, message));
@@ -718,8 +752,9 @@ TEST(AdviseCli, bad_arguments_are_usage_errors_that_name_the_problem)
 
 TEST(AdviseCli, resource_of_256_bytes_is_accepted)
 {
-	const CliRun result = run({"--resource", std::string(256, 'x'), "--section", "2s", "--instances", "8", "--infra", "postgres"});
+	const CliRun result = run(
+	    {"--resource", std::string(256, 'x'), "--section", "2s", "--instances", "8", "--infra", "postgres"});
 	EXPECT_EQ(result.code, 0) << result.err;
 }
 
-}  // namespace
+} // namespace

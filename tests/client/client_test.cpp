@@ -86,10 +86,10 @@ protected:
 	void SetUp() override
 	{
 		ASSERT_NE(std::getenv("PGHOST"), nullptr)
-			<< "no test server: run these tests through 'make test' (scripts/test.sh starts one)";
+		    << "no test server: run these tests through 'make test' (scripts/test.sh starts one)";
 		try {
 			Admin probe;
-			(void) probe.one("SELECT 1 FROM pg_extension WHERE extname = 'pg_lease'");
+			(void)probe.one("SELECT 1 FROM pg_extension WHERE extname = 'pg_lease'");
 		} catch (const std::exception &e) {
 			FAIL() << "cannot reach the test server with pg_lease installed: " << e.what();
 		}
@@ -136,15 +136,15 @@ TEST(Errors, SqlstateMappingMatchesExtensionHeaderAndReadme)
 	text << header.rdbuf();
 	std::regex re{R"(#define\s+(ERRCODE_LEASE_\w+)\s+MAKE_SQLSTATE\('(.)','(.)','(.)','(.)','(.)'\))"};
 	std::map<std::string, Errc> expected = {{"ERRCODE_LEASE_NOT_HELD", Errc::lost},
-											{"ERRCODE_LEASE_NESTED_WAIT", Errc::nested}};
+	                                        {"ERRCODE_LEASE_NESTED_WAIT", Errc::nested}};
 	int found = 0;
 	std::string s = text.str();
 	for (std::sregex_iterator it{s.begin(), s.end(), re}, end; it != end; ++it) {
 		std::string name = (*it)[1];
 		std::string code = std::string{(*it)[2]} + std::string{(*it)[3]} + std::string{(*it)[4]} +
-			std::string{(*it)[5]} + std::string{(*it)[6]};
-		ASSERT_TRUE(expected.count(name)) << "extension defines " << name << " (" << code
-										  << ") but the client does not map it";
+		                   std::string{(*it)[5]} + std::string{(*it)[6]};
+		ASSERT_TRUE(expected.count(name))
+		    << "extension defines " << name << " (" << code << ") but the client does not map it";
 		EXPECT_EQ(pglease::errc_from_sqlstate(code), expected[name]) << name;
 		found++;
 	}
@@ -154,10 +154,13 @@ TEST(Errors, SqlstateMappingMatchesExtensionHeaderAndReadme)
 	ASSERT_TRUE(readme);
 	std::stringstream rt;
 	rt << readme.rdbuf();
-	std::map<std::string, Errc> table = {{"LS001", Errc::lost},		 {"LS002", Errc::nested},
-										 {"22023", Errc::invalid_argument}, {"22004", Errc::invalid_argument},
-										 {"42501", Errc::permission},	 {"55000", Errc::not_installed},
-										 {"0A000", Errc::invalid_argument}};
+	std::map<std::string, Errc> table = {{"LS001", Errc::lost},
+	                                     {"LS002", Errc::nested},
+	                                     {"22023", Errc::invalid_argument},
+	                                     {"22004", Errc::invalid_argument},
+	                                     {"42501", Errc::permission},
+	                                     {"55000", Errc::not_installed},
+	                                     {"0A000", Errc::invalid_argument}};
 	for (const auto &[code, errc] : table) {
 		EXPECT_NE(rt.str().find("| `" + code + "` |"), std::string::npos) << code << " missing from README";
 		EXPECT_EQ(pglease::errc_from_sqlstate(code), errc) << code;
@@ -171,7 +174,8 @@ TEST(Describe, PrintsTheFourLines)
 	EXPECT_EQ(pglease::describe(o), "Provider: PostgreSQL\nStrategy: Lease\nTTL: 30s\nSafety: fencing\n");
 	o.strategy = pglease::Strategy::ephemeral;
 	o.ttl = 1500ms;
-	EXPECT_EQ(pglease::describe(o), "Provider: PostgreSQL\nStrategy: Ephemeral\nTTL: 1500ms\nSafety: fencing\n");
+	EXPECT_EQ(pglease::describe(o),
+	          "Provider: PostgreSQL\nStrategy: Ephemeral\nTTL: 1500ms\nSafety: fencing\n");
 	o.strategy = pglease::Strategy::advisory;
 	o.ttl = 600ms;
 	EXPECT_EQ(pglease::describe(o), "Provider: PostgreSQL\nStrategy: Advisory\nTTL: 600ms\nSafety: none\n");
@@ -315,7 +319,7 @@ TEST_F(ClientTest, RenewAfterTakeoverIsReportedLostExactlyOnce)
 	auto renewed = lease->renew();
 	ASSERT_FALSE(renewed);
 	EXPECT_EQ(renewed.error().code, Errc::lost);
-	(void) lease->renew();
+	(void)lease->renew();
 	EXPECT_EQ(calls.load(), 1);
 	EXPECT_FALSE(lease->valid());
 	EXPECT_TRUE(lease->cancel_token().cancelled());
@@ -488,7 +492,8 @@ TEST_F(ClientTest, TerminatedConnectionIsReplacedAndLeaseKept)
 	auto lease = client.acquire(r, opts(1500ms));
 	ASSERT_TRUE(lease) << lease.error();
 	Admin admin;
-	admin.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cxx_terminated'");
+	admin.exec(
+	    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cxx_terminated'");
 	std::this_thread::sleep_for(2500ms);
 	EXPECT_TRUE(lease->valid()) << "auto-renew did not reconnect";
 	EXPECT_TRUE(admin.is_current(r, lease->token()));
@@ -505,7 +510,8 @@ TEST_F(ClientTest, EphemeralLeaseEndsWithItsConnection)
 	std::atomic<int> calls{0};
 	lease->on_lost([&](const pglease::Error &) { calls++; });
 	Admin admin;
-	admin.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cxx_ephemeral'");
+	admin.exec(
+	    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cxx_ephemeral'");
 	pglease::Client other{""};
 	auto o2 = opts(10s);
 	o2.allow_nested_try = true; // this thread still holds `lease` locally
@@ -526,7 +532,8 @@ TEST_F(ClientTest, ServerRestartWhileLeaseHeldKeepsLeaseWithinTtl)
 	auto r = unique_resource();
 	auto lease = client.acquire(r, opts(20s));
 	ASSERT_TRUE(lease) << lease.error();
-	ASSERT_EQ(run_shell(std::string{PGLEASE_SOURCE_DIR} + "/scripts/cluster.sh restart '" + cluster + "' fast"), 0);
+	ASSERT_EQ(
+	    run_shell(std::string{PGLEASE_SOURCE_DIR} + "/scripts/cluster.sh restart '" + cluster + "' fast"), 0);
 	ASSERT_TRUE(eventually([&] { return static_cast<bool>(lease->renew()); }, 10s)) << "no reconnect";
 	EXPECT_TRUE(lease->valid());
 	Admin admin;
@@ -563,7 +570,11 @@ TEST_F(ClientTest, CliRunExportsTokenAndReturnsCommandStatus)
 {
 	std::string cli = PGLEASE_CLI;
 	auto r = unique_resource();
-	EXPECT_EQ(run_shell(cli + " run --resource '" + r + "' --ttl 5s -- sh -c 'test \"$PGLEASE_TOKEN\" -gt 0 && test \"$PGLEASE_RESOURCE\" = \"" + r + "\"'"), 0);
+	EXPECT_EQ(
+	    run_shell(cli + " run --resource '" + r +
+	              "' --ttl 5s -- sh -c 'test \"$PGLEASE_TOKEN\" -gt 0 && test \"$PGLEASE_RESOURCE\" = \"" +
+	              r + "\"'"),
+	    0);
 	EXPECT_EQ(run_shell(cli + " run --resource '" + r + "' --ttl 5s -- sh -c 'exit 3'"), 3);
 }
 
@@ -582,11 +593,15 @@ TEST_F(ClientTest, CliRunStopsCommandWhenLeaseLostAndExits76)
 	auto r = unique_resource();
 	std::atomic<int> code{-1};
 	auto t0 = std::chrono::steady_clock::now();
-	std::thread runner([&] { code = run_shell(cli + " run --resource '" + r + "' --ttl 2s -- sleep 30 2>/dev/null"); });
+	std::thread runner(
+	    [&] { code = run_shell(cli + " run --resource '" + r + "' --ttl 2s -- sleep 30 2>/dev/null"); });
 	Admin admin;
-	ASSERT_TRUE(eventually([&] {
-		return admin.one("SELECT count(*) FROM lease.leases WHERE resource = '" + r + "'")[0].as<int>() == 1;
-	}, 5s));
+	ASSERT_TRUE(eventually(
+	    [&] {
+		    return admin.one("SELECT count(*) FROM lease.leases WHERE resource = '" + r + "'")[0].as<int>() ==
+		           1;
+	    },
+	    5s));
 	admin.exec("SELECT lease.break('" + r + "')");
 	runner.join();
 	EXPECT_EQ(code.load(), 76);
@@ -607,9 +622,12 @@ TEST_F(ClientTest, CliAcquireRenewReleaseAndStatus)
 	Admin admin;
 	EXPECT_TRUE(admin.is_current(r, token)) << "acquire must leave the lease held after the CLI exits";
 	EXPECT_EQ(run_shell(cli + " acquire --resource '" + r + "' --ttl 30s 2>/dev/null"), 75);
-	EXPECT_EQ(run_shell(cli + " renew --resource '" + r + "' --token " + std::to_string(token) + " --ttl 30s"), 0);
+	EXPECT_EQ(
+	    run_shell(cli + " renew --resource '" + r + "' --token " + std::to_string(token) + " --ttl 30s"), 0);
 	EXPECT_EQ(run_shell(cli + " status | grep -q '" + r + "'"), 0);
 	EXPECT_EQ(run_shell(cli + " release --resource '" + r + "' --token " + std::to_string(token)), 0);
-	EXPECT_EQ(run_shell(cli + " release --resource '" + r + "' --token " + std::to_string(token) + " 2>/dev/null"), 76);
+	EXPECT_EQ(
+	    run_shell(cli + " release --resource '" + r + "' --token " + std::to_string(token) + " 2>/dev/null"),
+	    76);
 	EXPECT_EQ(run_shell(cli + " acquire --resource '" + r + "' 2>/dev/null"), 64);
 }

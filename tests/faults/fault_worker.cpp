@@ -82,8 +82,10 @@ main(int argc, char **argv)
 		auto lease = client->acquire(resource, o);
 		long long received = wall_us();
 		if (!lease) {
-			if (lease.error().code == pglease::Errc::unavailable || lease.error().code == pglease::Errc::internal) {
-				std::fprintf(out, "U acquire %s\n", std::string{pglease::to_string(lease.error().code)}.c_str());
+			if (lease.error().code == pglease::Errc::unavailable ||
+			    lease.error().code == pglease::Errc::internal) {
+				std::fprintf(out, "U acquire %s\n",
+				             std::string{pglease::to_string(lease.error().code)}.c_str());
 				std::fflush(out);
 				std::this_thread::sleep_for(100ms);
 				if (std::string d = current_dsn(); d != dsn) {
@@ -93,23 +95,23 @@ main(int argc, char **argv)
 			}
 			continue;
 		}
-		std::fprintf(out, "G %s %lld %s %lld %lld\n", resource.c_str(), static_cast<long long>(lease->token()),
-					 name.c_str(), sent, received);
+		std::fprintf(out, "G %s %lld %s %lld %lld\n", resource.c_str(),
+		             static_cast<long long>(lease->token()), name.c_str(), sent, received);
 		std::fflush(out);
 
 		std::string write_id = name + ":" + std::to_string(++writes);
 		auto wrote = client->fenced(*lease, [&](pqxx::work &tx) {
-			tx.exec_params("INSERT INTO fault_ledger (resource, token, write_id) VALUES ($1, $2, $3)", resource,
-						   lease->token(), write_id);
+			tx.exec_params("INSERT INTO fault_ledger (resource, token, write_id) VALUES ($1, $2, $3)",
+			               resource, lease->token(), write_id);
 		});
 		if (wrote)
 			std::fprintf(out, "A %s %lld %s\n", resource.c_str(), static_cast<long long>(lease->token()),
-						 write_id.c_str());
+			             write_id.c_str());
 		else
 			std::fprintf(out, "R %s %lld %s\n", resource.c_str(), static_cast<long long>(lease->token()),
-						 wrote.error().sqlstate.empty() ? "-" : wrote.error().sqlstate.c_str());
+			             wrote.error().sqlstate.empty() ? "-" : wrote.error().sqlstate.c_str());
 		std::fflush(out);
-		(void) lease->release();
+		(void)lease->release();
 	}
 	std::fclose(out);
 	return 0;

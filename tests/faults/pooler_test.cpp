@@ -59,10 +59,26 @@ const bool quick = env_flag("FAULTS_QUICK");
 // the client scopes its statement_timeout to each call (SET LOCAL): assert it
 const bool strict = env_or_empty("FAULTS_STRICT") != "0";
 
-std::string pool_dsn() { return env_or_empty("FAULTS_POOL_DSN"); }
-std::string one_dsn() { return env_or_empty("FAULTS_ONE_DSN"); }
-std::string fresh_dsn() { return env_or_empty("FAULTS_FRESH_DSN"); }
-std::string direct_dsn() { return env_or_empty("FAULTS_DIRECT_DSN"); }
+std::string
+pool_dsn()
+{
+	return env_or_empty("FAULTS_POOL_DSN");
+}
+std::string
+one_dsn()
+{
+	return env_or_empty("FAULTS_ONE_DSN");
+}
+std::string
+fresh_dsn()
+{
+	return env_or_empty("FAULTS_FRESH_DSN");
+}
+std::string
+direct_dsn()
+{
+	return env_or_empty("FAULTS_DIRECT_DSN");
+}
 
 std::string
 unique_resource()
@@ -126,7 +142,8 @@ public:
 	std::int64_t acquire(const std::string &resource, const std::string &ttl)
 	{
 		pqxx::nontransaction tx{conn_};
-		auto r = tx.exec_params1("SELECT lease.acquire($1, $2::interval, holder => 'direct-admin')", resource, ttl);
+		auto r = tx.exec_params1("SELECT lease.acquire($1, $2::interval, holder => 'direct-admin')", resource,
+		                         ttl);
 		return r[0].is_null() ? 0 : r[0].as<std::int64_t>();
 	}
 	void exec(const std::string &sql)
@@ -163,7 +180,7 @@ protected:
 	void SetUp() override
 	{
 		ASSERT_FALSE(pool_dsn().empty() || one_dsn().empty() || fresh_dsn().empty() || direct_dsn().empty())
-			<< "FAULTS_*_DSN unset: run through tests/faults/pooler.sh";
+		    << "FAULTS_*_DSN unset: run through tests/faults/pooler.sh";
 		try {
 			Direct d;
 			d.exec("CREATE TABLE IF NOT EXISTS pooler_ledger (resource text, token bigint, backend int)");
@@ -247,8 +264,8 @@ TEST_F(Pooler, LeaseKeptWhenThePoolersServerConnectionsAreTerminated)
 	// connections to the pooler survive, or are replaced if a renew was cut
 	for (int i = 0; i < 2; i++) {
 		direct.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-					" WHERE datname = current_database() AND backend_type = 'client backend'"
-					"   AND pid <> pg_backend_pid()");
+		            " WHERE datname = current_database() AND backend_type = 'client backend'"
+		            "   AND pid <> pg_backend_pid()");
 		std::this_thread::sleep_for(quick ? 700ms : 1200ms);
 	}
 	EXPECT_TRUE(lease->valid()) << "auto-renew did not survive server connections dying behind the pooler";
@@ -288,8 +305,8 @@ TEST_F(Pooler, EphemeralGrantEndsWhenThePoolerClosesItsBackendAndIsReportedLost)
 	EXPECT_EQ(wrote.error().sqlstate, "LS001");
 	EXPECT_FALSE(ran);
 	observe("ephemeral grant bound to backend " + std::to_string(bound) +
-			"; the pooler closing that backend ended it while the client stayed connected: renew -> " +
-			std::string{pglease::to_string(renewed.error().code)} + ", fence -> " + wrote.error().sqlstate);
+	        "; the pooler closing that backend ended it while the client stayed connected: renew -> " +
+	        std::string{pglease::to_string(renewed.error().code)} + ", fence -> " + wrote.error().sqlstate);
 }
 
 TEST_F(Pooler, EphemeralGrantOutlivesTheClientConnectionThroughPooler)
@@ -308,7 +325,7 @@ TEST_F(Pooler, EphemeralGrantOutlivesTheClientConnectionThroughPooler)
 		t_direct = lease->detach(); // closes the pinned connection, sends no release
 	}
 	EXPECT_TRUE(eventually([&] { return !direct.is_current(r_direct, t_direct); }, 3s))
-		<< "direct: session-bound grant outlived its connection";
+	    << "direct: session-bound grant outlived its connection";
 
 	// ...through the pooler it is bound to a pooled backend that lives on
 	auto r = unique_resource();
@@ -323,9 +340,10 @@ TEST_F(Pooler, EphemeralGrantOutlivesTheClientConnectionThroughPooler)
 	int bound = direct.bound_backend(r);
 	EXPECT_TRUE(direct.backend_alive(bound));
 	EXPECT_TRUE(direct.is_current(r, token))
-		<< "pooled: the grant ended with the client's connection (documented: it ends with the backend)";
-	observe("ephemeral grant through the pooler outlived the client's connection (backend " + std::to_string(bound) +
-			" still pooled): it now ends at its TTL or when the pooler closes that backend");
+	    << "pooled: the grant ended with the client's connection (documented: it ends with the backend)";
+	observe("ephemeral grant through the pooler outlived the client's connection (backend " +
+	        std::to_string(bound) +
+	        " still pooled): it now ends at its TTL or when the pooler closes that backend");
 	direct.exec("SELECT lease.break('" + r + "')");
 }
 
@@ -341,9 +359,11 @@ TEST_F(Pooler, AdvisoryXactLockWorksWithinOneTransactionThroughPooler)
 	bool b_timed_out = false;
 	auto done = a.with_advisory(r, 1s, [&](pqxx::work &tx) {
 		holder_backend = tx.exec1("SELECT pg_backend_pid()")[0].as<int>();
-		locks_seen = direct.one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = " +
-								std::to_string(holder_backend))[0]
-						 .as<long long>();
+		locks_seen =
+		    direct
+		        .one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = " +
+		             std::to_string(holder_backend))[0]
+		        .as<long long>();
 		// another client of the pool is held off while this transaction runs
 		std::thread other([&] {
 			auto t0 = Clock::now();
@@ -356,11 +376,11 @@ TEST_F(Pooler, AdvisoryXactLockWorksWithinOneTransactionThroughPooler)
 	EXPECT_EQ(locks_seen, 1) << "the advisory lock was not held by the transaction's backend";
 	EXPECT_TRUE(b_timed_out) << "a second client got the advisory lock while the first held it";
 	EXPECT_TRUE(eventually(
-		[&] {
-			return direct.one("SELECT count(*) = 0 FROM pg_locks WHERE locktype = 'advisory'")[0].as<bool>();
-		},
-		2s))
-		<< "the advisory lock outlived its transaction";
+	    [&] {
+		    return direct.one("SELECT count(*) = 0 FROM pg_locks WHERE locktype = 'advisory'")[0].as<bool>();
+	    },
+	    2s))
+	    << "the advisory lock outlived its transaction";
 	bool ran = false;
 	auto later = b.with_advisory(r, 200ms, [&](pqxx::work &) { ran = true; });
 	EXPECT_TRUE(later) << later.error();
@@ -381,7 +401,7 @@ TEST_F(Pooler, StatementTimeoutDoesNotLeakToOtherPoolClients)
 	}
 	std::string after = show_statement_timeout(plain);
 	observe("a plain client of the pool sees statement_timeout = " + before +
-			" before a pglease client used the pool, " + after + " after it disconnected");
+	        " before a pglease client used the pool, " + after + " after it disconnected");
 	if (strict) {
 		EXPECT_EQ(before, after) << "the client's SET statement_timeout leaked to another client of the pool";
 	}
@@ -397,7 +417,7 @@ TEST_F(Pooler, WaitingAcquireIsNotCutShortByOtherClients)
 	// on the backends they ran on; three of them cover the round-robin pool
 	for (int i = 0; i < 3; i++) {
 		pglease::Client primer{pool_dsn()};
-		(void) primer.status();
+		(void)primer.status();
 	}
 	{
 		pqxx::connection plain{pool_dsn()};
@@ -413,9 +433,10 @@ TEST_F(Pooler, WaitingAcquireIsNotCutShortByOtherClients)
 	auto lease = waiter.acquire(r, opts(10s, wait));
 	auto took = ms_since(t0);
 	ASSERT_FALSE(lease) << "granted a resource held by another holder";
-	observe("acquire(wait 5s) of a held resource returned after " + std::to_string(took) + " ms: " +
-			std::string{pglease::to_string(lease.error().code)} + " sqlstate '" + lease.error().sqlstate + "'" +
-			(took < 4500 ? " -- cut short: its own SET statement_timeout = 7000 ran on another backend" : ""));
+	observe(
+	    "acquire(wait 5s) of a held resource returned after " + std::to_string(took) + " ms: " +
+	    std::string{pglease::to_string(lease.error().code)} + " sqlstate '" + lease.error().sqlstate + "'" +
+	    (took < 4500 ? " -- cut short: its own SET statement_timeout = 7000 ran on another backend" : ""));
 	EXPECT_EQ(lease.error().code, Errc::timeout);
 	if (strict) {
 		EXPECT_GE(took, 4900) << "acquire gave up before the wait it asked for";
@@ -459,13 +480,15 @@ TEST_F(Pooler, CallIsBoundedOnWhicheverBackendRunsIt)
 	auto lease = client.try_acquire(r, opts(10s));
 	auto took = ms_since(t0);
 	committer.join();
-	observe("try_acquire (documented bound: wait 0 + statement_grace 2000 ms) behind a fenced transaction returned after " +
-			std::to_string(took) + " ms, " +
-			(lease ? "granted" : std::string{"error "} + std::string{pglease::to_string(lease.error().code)}) +
-			(took > 2500 ? " -- unbounded: it ran on a backend without the client's SET statement_timeout" : ""));
+	observe(
+	    "try_acquire (documented bound: wait 0 + statement_grace 2000 ms) behind a fenced transaction "
+	    "returned after " +
+	    std::to_string(took) + " ms, " +
+	    (lease ? "granted" : std::string{"error "} + std::string{pglease::to_string(lease.error().code)}) +
+	    (took > 2500 ? " -- unbounded: it ran on a backend without the client's SET statement_timeout" : ""));
 	if (strict) {
 		EXPECT_LT(took, 2500) << "a call outlived wait + statement_grace";
 	}
 	if (lease)
-		(void) lease->release();
+		(void)lease->release();
 }

@@ -102,11 +102,10 @@ public:
 	/// can be granted it until they do.  The server decides, whatever the
 	/// local deadline says.  Errc::lost (LS001) if the token is stale; an
 	/// exception thrown by fn rolls back and becomes Errc::internal.
-	template <class F>
-	auto fenced(const Lease &lease, F &&fn) noexcept
+	template <class F> auto fenced(const Lease &lease, F &&fn) noexcept
 	{
 		return call_in_tx(&Client::run_fenced, &lease, std::string_view{}, std::chrono::milliseconds{0},
-						  std::forward<F>(fn));
+		                  std::forward<F>(fn));
 	}
 
 	/// Strategy::advisory: run fn(pqxx::work&) in a transaction holding
@@ -119,7 +118,7 @@ public:
 
 	/// Take the advisory lock in the caller's own transaction.
 	static Result<void> advisory_lock(pqxx::work &tx, std::string_view resource,
-									  std::chrono::milliseconds wait) noexcept;
+	                                  std::chrono::milliseconds wait) noexcept;
 
 	/// Token-level calls, for tools that keep tokens outside a Lease (the CLI).
 	Result<bool> renew(std::string_view resource, std::int64_t token, std::chrono::milliseconds ttl) noexcept;
@@ -131,21 +130,24 @@ public:
 
 private:
 	using TxFn = std::function<void(pqxx::work &)>;
-	Result<void> run_fenced(const Lease *lease, std::string_view, std::chrono::milliseconds, const TxFn &fn) noexcept;
+	Result<void> run_fenced(const Lease *lease, std::string_view, std::chrono::milliseconds,
+	                        const TxFn &fn) noexcept;
 	Result<void> run_advisory(const Lease *, std::string_view resource, std::chrono::milliseconds wait,
-							  const TxFn &fn) noexcept;
+	                          const TxFn &fn) noexcept;
 
 	template <class F>
 	auto call_in_tx(Result<void> (Client::*run)(const Lease *, std::string_view, std::chrono::milliseconds,
-												const TxFn &) noexcept,
-					const Lease *lease, std::string_view resource, std::chrono::milliseconds wait, F &&fn) noexcept
+	                                            const TxFn &) noexcept,
+	                const Lease *lease, std::string_view resource, std::chrono::milliseconds wait,
+	                F &&fn) noexcept
 	{
 		using R = std::invoke_result_t<F, pqxx::work &>;
 		if constexpr (std::is_void_v<R>) {
 			return (this->*run)(lease, resource, wait, TxFn{[&fn](pqxx::work &tx) { fn(tx); }});
 		} else {
 			std::optional<R> out;
-			Result<void> r = (this->*run)(lease, resource, wait, TxFn{[&](pqxx::work &tx) { out.emplace(fn(tx)); }});
+			Result<void> r =
+			    (this->*run)(lease, resource, wait, TxFn{[&](pqxx::work &tx) { out.emplace(fn(tx)); }});
 			if (!r)
 				return Result<R>{r.error()};
 			return Result<R>{std::move(*out)};

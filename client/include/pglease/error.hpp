@@ -10,14 +10,14 @@ namespace pglease {
 
 /// What went wrong, in the terms a caller acts on.
 enum class Errc {
-	timeout,		  ///< not granted within the wait, or a statement/lock timeout
-	lost,			  ///< the lease is no longer held (stale token, expired, taken over)
-	nested,			  ///< refused: this thread already holds a lease (no hold-and-wait)
-	unavailable,	  ///< the server cannot be reached now; retry later
+	timeout,          ///< not granted within the wait, or a statement/lock timeout
+	lost,             ///< the lease is no longer held (stale token, expired, taken over)
+	nested,           ///< refused: this thread already holds a lease (no hold-and-wait)
+	unavailable,      ///< the server cannot be reached now; retry later
 	invalid_argument, ///< the request itself is wrong; retrying will not help
-	permission,		  ///< the role may not do this
-	not_installed,	  ///< the pg_lease extension is missing in this database
-	internal,		  ///< anything else (a bug, or an unexpected server error)
+	permission,       ///< the role may not do this
+	not_installed,    ///< the pg_lease extension is missing in this database
+	internal,         ///< anything else (a bug, or an unexpected server error)
 };
 
 [[nodiscard]] std::string_view to_string(Errc code) noexcept;

@@ -31,17 +31,17 @@ Result<DbPtr> db_connect(const std::string &conninfo, milliseconds connect_timeo
 
 /// lease.acquire: the token, or nullopt when not granted within wait.
 Result<std::optional<std::int64_t>> db_acquire(Db &db, std::string_view resource, milliseconds ttl,
-											   milliseconds wait, const std::string &holder,
-											   bool session_bound, milliseconds statement_timeout) noexcept;
+                                               milliseconds wait, const std::string &holder,
+                                               bool session_bound, milliseconds statement_timeout) noexcept;
 /// statement timeouts are per call (SET LOCAL): no session state, so the
 /// client works through a transaction-mode pooler
 Result<bool> db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl,
-					  milliseconds timeout) noexcept;
+                      milliseconds timeout) noexcept;
 Result<bool> db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout) noexcept;
 Result<void> db_fenced(Db &db, std::string_view resource, std::int64_t token,
-					   const std::function<void(pqxx::work &)> &fn) noexcept;
+                       const std::function<void(pqxx::work &)> &fn) noexcept;
 Result<void> db_with_advisory(Db &db, std::string_view resource, milliseconds wait,
-							  const std::function<void(pqxx::work &)> &fn) noexcept;
+                              const std::function<void(pqxx::work &)> &fn) noexcept;
 Result<void> db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) noexcept;
 Result<std::vector<LeaseInfo>> db_status(Db &db) noexcept;
 
