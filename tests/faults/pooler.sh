@@ -38,7 +38,7 @@ QUICK="${FAULTS_QUICK:-0}"
 PORT="${FAULTS_PORT:-54420}"
 BPORT="${FAULTS_BOUNCER_PORT:-64420}"
 export PGLEASE_TEST_PORT="$PORT"
-failures=0
+source "$ROOT/tests/lib/checks.sh" # expect, failures
 t_start="$(date +%s)"
 
 # ---- prerequisites -----------------------------------------------------------
@@ -170,15 +170,6 @@ qon() {
 }
 qd() { qon "$DIRECT" "$@"; }
 
-expect() {
-	local name="$1" why="$2" cond="$3"
-	if eval "$cond"; then
-		echo "ok - $name"
-	else
-		echo "not ok - $name: $why"
-		failures=$((failures + 1))
-	fi
-}
 
 # warm POOL N -- open N server connections of a pool at once, so that they
 # exist (a lone sequential client would only ever need one)
