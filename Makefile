@@ -28,7 +28,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 .DEFAULT_GOAL := all
-.PHONY: test demo deps client install-client faults bench-handoff bench-handoff-quick
+.PHONY: test demo deps client install-client faults bench bench-quick bench-handoff bench-handoff-quick
 
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
@@ -42,6 +42,13 @@ demo:
 
 faults:
 	scripts/faults.sh
+
+# Every system, every scenario, one run (bench/results/latest.{md,json,svg})
+bench:
+	bench/run.sh
+
+bench-quick:
+	bench/run.sh --quick
 
 # Hand-off on one hot resource: preloaded vs polling vs advisory (bench/results/handoff.md)
 bench-handoff:
