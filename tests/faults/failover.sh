@@ -11,7 +11,7 @@
 # promoted standby and its tokens go back; the checker must say so.
 source "$(dirname "$0")/lib.sh"
 PORT="${FAULTS_PORT:-54403}"
-if [ "$QUICK" = 1 ]; then RUN_SECONDS=9; else RUN_SECONDS=14; fi
+if [ "$QUICK" = 1 ]; then AFTER_GRANTS=20; else AFTER_GRANTS=200; fi
 BINDIR="$(pg_config --bindir)"
 as_pg() { (cd / && runuser -u postgres -- "$@"); }
 q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
@@ -48,7 +48,7 @@ run_failover() {
 	export FAULT_DSN_FILE="$WORK/$mode.dsn"
 	WORKER_PIDS=()
 	for n in $(seq 1 8); do
-		"$WORKER" "w$n" 16 "$RUN_SECONDS" "$WORK/$mode-w$n.log" 2>"$WORK/$mode-w$n.err" &
+		"$WORKER" "w$n" 16 120 "$WORK/$mode-w$n.log" 2>"$WORK/$mode-w$n.err" &
 		WORKER_PIDS+=($!)
 	done
 	sleep 3
@@ -66,7 +66,14 @@ run_failover() {
 	echo "host=$S/sock port=$sport dbname=faults user=postgres" >"$WORK/$mode.dsn"
 	echo "# $mode: primary killed, standby promoted after $(((promoted_at - killed_at) / 1000)) ms"
 
-	local status=0 p
+	# let the workers find the promoted standby and work on it, then stop them
+	local status=0 p after=0
+	for i in $(seq 1 600); do
+		after="$(cat "$WORK/$mode"-w*.log | awk -v t="$promoted_at" '$1 == "G" && $5 > t' | wc -l)"
+		[ "$after" -ge "$AFTER_GRANTS" ] && break
+		sleep 0.05
+	done
+	kill -TERM "${WORKER_PIDS[@]}" 2>/dev/null || true
 	for p in "${WORKER_PIDS[@]}"; do
 		timeout 60 tail --pid="$p" -f /dev/null || status=1
 		wait "$p" || status=$?
@@ -81,8 +88,20 @@ run_failover() {
 	"$ROOT/tests/faults/check_history.sh" faults "$WORK/$mode"-w*.log >"$WORK/$mode.check" || checked=$?
 	sed 's/^/#   /' "$WORK/$mode.check"
 	max_before="$(cat "$WORK/$mode"-w*.log | awk -v t="$killed_at" '$1 == "G" && $6 < t { if ($3 > m) m = $3 } END { print m + 0 }')"
-	min_after="$(cat "$WORK/$mode"-w*.log | awk -v t="$promoted_at" '$1 == "G" && $5 > t { if (m == "" || $3 < m) m = $3 } END { print m + 0 }')"
-	echo "# $mode: highest token told before the failure $max_before, lowest granted after promotion $min_after"
+	# a release is not flushed, so it can be lost in the failover: the holder's
+	# next acquire is then an idempotent re-acquire that rightly returns its
+	# old token.  Compare only tokens not told to anyone before the failure.
+	min_after="$(cat "$WORK/$mode"-w*.log | awk -v k="$killed_at" -v t="$promoted_at" '
+		$1 == "G" && $6 < k { before[$3] = 1 }
+		$1 == "G" && $5 > t { after[$3] = 1 }
+		END { for (x in after) if (!(x in before) && (m == "" || x + 0 < m)) m = x + 0; print m + 0 }')"
+	echo "# $mode: highest token told before the failure $max_before, lowest new token granted after promotion $min_after"
+	if [ "$min_after" -le "$max_before" ]; then
+		cat "$WORK/$mode"-w*.log | awk -v lo="$min_after" -v hi="$max_before" -v k="$killed_at" -v p="$promoted_at" \
+			'$1 == "G" && $3 >= lo && $3 <= hi { printf "#   %s %s %s sent %+d ms recv %+d ms (vs kill)\n", $2, $3, $4, ($5 - k) / 1000, ($6 - k) / 1000 }' |
+			sort -k3 -n | head -20
+		echo "#   promoted at $(((promoted_at - killed_at) / 1000)) ms after the kill"
+	fi
 }
 
 run_failover sync

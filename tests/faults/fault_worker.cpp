@@ -3,6 +3,7 @@
 //
 //   pglease_fault_worker NAME RESOURCES SECONDS OUTFILE
 //
+// Runs for SECONDS, or until SIGTERM (it then ends its round and exits 0).
 // DSN from libpq's environment, or from the file named by $FAULT_DSN_FILE
 // (re-read after each failure, so a test can point workers at a promoted
 // standby).  One line per event, flushed at once (the file survives any
@@ -12,6 +13,7 @@
 //   R resource token sqlstate                    a rejected fenced write
 //   U what                                       the server was unavailable
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -24,6 +26,14 @@
 #include "pglease/pglease.hpp"
 
 namespace {
+
+volatile std::sig_atomic_t stop_requested = 0;
+
+void
+request_stop(int)
+{
+	stop_requested = 1;
+}
 
 long long
 wall_us()
@@ -72,7 +82,9 @@ main(int argc, char **argv)
 	auto client = std::make_unique<pglease::Client>(dsn, co);
 	long long writes = 0;
 
-	while (std::chrono::steady_clock::now() < end) {
+	// SIGTERM: finish the current round and exit 0 (the tests stop workers so)
+	std::signal(SIGTERM, request_stop);
+	while (std::chrono::steady_clock::now() < end && !stop_requested) {
 		std::string resource = "f/" + std::to_string(pick(rng));
 		pglease::LeaseOptions o;
 		o.ttl = 2s;
