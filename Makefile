@@ -28,7 +28,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 .DEFAULT_GOAL := all
-.PHONY: test demo deps client install-client faults bench bench-quick bench-handoff bench-handoff-quick
+.PHONY: test demo deps client install-client faults bench bench-quick bench-profile bench-handoff bench-handoff-quick
 
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
@@ -49,6 +49,10 @@ bench:
 
 bench-quick:
 	bench/run.sh --quick
+
+# Where an uncontended pair spends its CPU and WAL (bench/results/profile.md)
+bench-profile:
+	bench/profile.sh
 
 # Hand-off on one hot resource: preloaded vs polling vs advisory (bench/results/handoff.md)
 bench-handoff:

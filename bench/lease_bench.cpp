@@ -140,6 +140,8 @@ struct Config
 	int renew_clients = 8;
 	std::vector<std::string> scenarios = {"uncontended", "hot", "scale", "renew"};
 	std::vector<std::string> systems;	// empty: all (for profiling one system)
+	double max_foreign_pct = 40;	// a run during which other processes used more is redone once
+	int max_redos = 40;				// at most this many redone runs in all
 	std::string mode = "full";
 	std::string command;
 	std::string out_md, out_json, out_svg;
@@ -1209,6 +1211,9 @@ struct Point
 	std::string point;	// "1", "8", "32" clients; "1k", "1M" resources; ...
 	std::vector<std::string> systems;
 	std::function<Metrics(const System &)> run;
+	// points of one group run back to back per system (1k then 1M, say), so
+	// that a burst of other load hits both sides of their ratio alike
+	std::string group;
 };
 
 struct RunRecord
@@ -1217,6 +1222,7 @@ struct RunRecord
 	int rep, order;
 	double started_s;	// since the start of the benchmark
 	Metrics metrics;
+	bool discarded = false;	// redone: other processes took the machine during it
 };
 
 std::string size_label(int n)
@@ -1259,7 +1265,7 @@ Agg aggregate(std::vector<double> v)
 class Results
 {
 public:
-	explicit Results(const std::vector<RunRecord> &runs) : runs_(runs) {}
+	Results(const std::vector<RunRecord> &kept, const std::vector<RunRecord> &all) : runs_(kept), all_(all) {}
 	Agg get(const std::string &scenario, const std::string &point, const std::string &system,
 			const std::string &metric) const
 	{
@@ -1292,10 +1298,32 @@ public:
 						names.push_back(kv.first);
 		return names;
 	}
+	// the runs that count (redone ones left out), and every run
 	const std::vector<RunRecord> &runs() const { return runs_; }
+	const std::vector<RunRecord> &all_runs() const { return all_; }
+	// per repetition, metric at point b over metric at point a, same system
+	std::vector<double> paired_ratios(const std::string &scenario, const std::string &a, const std::string &b,
+									  const std::string &system, const std::string &metric) const
+	{
+		std::map<int, double> va, vb;
+		for (const auto &r : runs_)
+			if (r.scenario == scenario && r.system == system && r.metrics.count(metric))
+			{
+				if (r.point == a)
+					va[r.rep] = r.metrics.at(metric);
+				if (r.point == b)
+					vb[r.rep] = r.metrics.at(metric);
+			}
+		std::vector<double> out;
+		for (const auto &kv : va)
+			if (vb.count(kv.first) && kv.second > 0)
+				out.push_back(vb[kv.first] / kv.second);
+		return out;
+	}
 
 private:
 	const std::vector<RunRecord> &runs_;
+	const std::vector<RunRecord> &all_;
 };
 
 std::string cell(const Agg &a)
@@ -1376,12 +1404,17 @@ std::vector<Target> evaluate_targets(const Config &cfg, const Results &res)
 	}
 	if (wanted(cfg, "scale"))
 	{
+		// judged on the ratio within each repetition (the two runs are back to back), median over them
 		Agg small = res.get("scale", size_label(cfg.scale_small), "preload", "acquire_p50_us");
 		Agg large = res.get("scale", size_label(cfg.scale_large), "preload", "acquire_p50_us");
+		Agg paired = aggregate(res.paired_ratios("scale", size_label(cfg.scale_small), size_label(cfg.scale_large),
+												 "preload", "acquire_p50_us"));
 		add("scale: pg_lease preloaded acquire p50 at " + size_label(cfg.scale_large) + " ≤ 1.5× at " +
-				size_label(cfg.scale_small),
+				size_label(cfg.scale_small) + " (median of the per-repetition ratios)",
 			"scale: acquire p50 " + size_label(cfg.scale_large) + " ≤ 1.5× " + size_label(cfg.scale_small),
-			fmt_auto(large.med) + " µs / " + fmt_auto(small.med) + " µs", ratio(large, small), 1.5, false, "≤ 1.5");
+			"per repetition " + cell(paired) + "; medians " + fmt_auto(large.med) + " µs / " + fmt_auto(small.med) +
+				" µs = " + fmt_auto(ratio(large, small)),
+			paired.n ? paired.med : NAN, 1.5, false, "≤ 1.5");
 	}
 	return t;
 }
@@ -1624,7 +1657,13 @@ void write_markdown(const Config &cfg, const Results &res, const std::string &pa
 	  << fmt(cfg.hot_duration_s, 2) << " s)\n";
 	for (const auto &n : cfg.notes)
 		o << "- " << n << "\n";
-	o << "- raw runs: `" << json_name << "`; chart: `" << svg_name << "`\n\n";
+	int redone = 0;
+	for (const auto &r : res.all_runs())
+		redone += r.discarded;
+	o << "- the machine is shared: a run during which other processes took more than " << fmt(cfg.max_foreign_pct)
+	  << " % of the machine (CPU busy minus this benchmark's share) was redone once; " << redone
+	  << " run(s) were redone (listed, struck through, at the end)\n";
+	o << "- raw runs: `" << json_name << "` (redone ones marked `discarded`); chart: `" << svg_name << "`\n\n";
 
 	o << "## Systems\n\n| system | what |\n|---|---|\n";
 	for (const auto &s : all_systems())
@@ -1790,13 +1829,14 @@ void write_markdown(const Config &cfg, const Results &res, const std::string &pa
 				  << cell(g("acquire_p99_us")) << " | " << cell(g("release_p50_us")) << " | "
 				  << cell(g("pairs_per_s")) << " | " << short_cell(g("server_cpu_us_per_op")) << " |\n";
 			}
-		o << "\nRatio of acquire p50, " << size_label(cfg.scale_large) << " / " << size_label(cfg.scale_small) << ":";
+		o << "\nAcquire p50 " << size_label(cfg.scale_large) << " / " << size_label(cfg.scale_small)
+		  << ", within each repetition (the two runs of a system are back to back), median (min–max):";
 		for (const auto &s : all_systems())
 		{
-			Agg a = res.get("scale", size_label(cfg.scale_small), s.key, "acquire_p50_us");
-			Agg b = res.get("scale", size_label(cfg.scale_large), s.key, "acquire_p50_us");
-			if (a.n && b.n)
-				o << " " << s.label << " " << fmt(b.med / a.med, 2) << ";";
+			Agg r = aggregate(res.paired_ratios("scale", size_label(cfg.scale_small), size_label(cfg.scale_large),
+												s.key, "acquire_p50_us"));
+			if (r.n)
+				o << " " << s.label << " " << cell(r) << ";";
 		}
 		o << "\n\n" << scenario_load("scale");
 	}
@@ -1823,10 +1863,13 @@ void write_markdown(const Config &cfg, const Results &res, const std::string &pa
 		o << "\n" << scenario_load("renew");
 	}
 
-	o << "\n## Runs in order\n\n| # | start s | rep | scenario | point | system | headline | CPU busy % | own % | load |\n"
-		 "|---:|---:|---:|---|---|---|---:|---:|---:|---:|\n";
+	o << "\n## Runs in order\n\nOther processes: CPU busy minus this benchmark's share, of the whole machine. A run during "
+		 "which they took more than " << fmt(cfg.max_foreign_pct) << " % was redone once (at most " << cfg.max_redos
+	  << " in all); the redone run is shown struck through and does not count.\n\n"
+		 "| # | start s | rep | scenario | point | system | headline | CPU busy % | own % | other processes % | load |\n"
+		 "|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|\n";
 	int i = 0;
-	for (const auto &r : res.runs())
+	for (const auto &r : res.all_runs())
 	{
 		auto get = [&](const char *k) {
 			auto it = r.metrics.find(k);
@@ -1839,9 +1882,12 @@ void write_markdown(const Config &cfg, const Results &res, const std::string &pa
 			head = fmt_auto(get("renewals_per_s")) + " renewals/s";
 		else
 			head = fmt_auto(get("pairs_per_s")) + " pairs/s, acquire p50 " + fmt_auto(get("acquire_p50_us")) + " µs";
+		if (r.discarded)
+			head = "~~" + head + "~~ redone";
 		o << "| " << ++i << " | " << fmt(r.started_s, 1) << " | " << r.rep + 1 << " | " << r.scenario << " | "
 		  << r.point << " | " << system_by_key(r.system).label << " | " << head << " | " << fmt(get("cpu_busy_pct"))
-		  << " | " << fmt(get("own_cpu_pct")) << " | " << fmt(get("loadavg1"), 2) << " |\n";
+		  << " | " << fmt(get("own_cpu_pct")) << " | " << fmt(get("foreign_cpu_pct")) << " | "
+		  << fmt(get("loadavg1"), 2) << " |\n";
 	}
 	std::ofstream f(path);
 	f << o.str();
@@ -1855,7 +1901,8 @@ void write_json(const Config &cfg, const Results &res, const std::string &path)
 	o << "{\n  \"mode\": " << json_str(cfg.mode) << ",\n  \"command\": " << json_str(cfg.command) << ",\n  \"meta\": {";
 	for (size_t i = 0; i < cfg.meta.size(); i++)
 		o << (i ? ",\n    " : "\n    ") << json_str(cfg.meta[i].first) << ": " << json_str(cfg.meta[i].second);
-	o << "\n  },\n  \"config\": {\"reps\": " << cfg.reps << ", \"duration_s\": " << json_num(cfg.duration_s)
+	o << "\n  },\n  \"config\": {\"reps\": " << cfg.reps << ", \"max_foreign_pct\": " << json_num(cfg.max_foreign_pct)
+	  << ", \"max_redos\": " << cfg.max_redos << ", \"duration_s\": " << json_num(cfg.duration_s)
 	  << ", \"hot_duration_s\": " << json_num(cfg.hot_duration_s) << ", \"warmup_s\": " << json_num(cfg.warmup_s)
 	  << ", \"resources\": " << cfg.nres << ", \"hot_clients\": " << cfg.hot_clients << ", \"hold_us\": " << cfg.hold_us
 	  << ", \"hot_wait_ms\": " << cfg.hot_wait_ms << ", \"retry_ms\": [" << cfg.retry_min_ms << ", " << cfg.retry_max_ms
@@ -1901,12 +1948,13 @@ void write_json(const Config &cfg, const Results &res, const std::string &path)
 		  << json_str(t.threshold) << ", \"met\": " << (t.known ? (t.met ? "true" : "false") : "null") << "}";
 	}
 	o << "\n  ],\n  \"runs\": [";
-	for (size_t i = 0; i < res.runs().size(); i++)
+	for (size_t i = 0; i < res.all_runs().size(); i++)
 	{
-		const auto &r = res.runs()[i];
+		const auto &r = res.all_runs()[i];
 		o << (i ? ",\n    " : "\n    ") << "{\"scenario\": " << json_str(r.scenario) << ", \"point\": "
 		  << json_str(r.point) << ", \"system\": " << json_str(r.system) << ", \"rep\": " << r.rep + 1
-		  << ", \"order\": " << r.order << ", \"started_s\": " << json_num(r.started_s) << ", \"metrics\": {";
+		  << ", \"order\": " << r.order << ", \"started_s\": " << json_num(r.started_s)
+		  << ", \"discarded\": " << (r.discarded ? "true" : "false") << ", \"metrics\": {";
 		size_t j = 0;
 		for (const auto &kv : r.metrics)
 			o << (j++ ? ", " : "") << json_str(kv.first) << ": " << json_num(kv.second);
@@ -1928,6 +1976,7 @@ void usage()
 		"                   [--reps N] [--duration S] [--hot-duration S] [--warmup S] [--clients 1,8,32]\n"
 		"                   [--resources N] [--scale SMALL,LARGE] [--scenarios uncontended,hot,scale,renew]\n"
 		"                   [--systems preload,plain,advisory,handmade,redis,floor]\n"
+		"                   [--max-foreign PCT] [--max-redos N]\n"
 		"                   [--mode NAME] [--command TEXT] [--meta KEY=VALUE]... [--note TEXT]...\n"
 		"                   --out-md FILE --out-json FILE --out-svg FILE\n"
 		"CONNINFO: libpq connection string without dbname (databases bench, scale_<small>, scale_<large>).\n"
@@ -2007,6 +2056,10 @@ Config parse_args(int argc, char **argv)
 			cfg.scenarios = split(need(i), ',');
 		else if (a == "--systems")
 			cfg.systems = split(need(i), ',');
+		else if (a == "--max-redos")
+			cfg.max_redos = (int) std::strtol(need(i).c_str(), nullptr, 10);
+		else if (a == "--max-foreign")
+			cfg.max_foreign_pct = num(need(i), a);
 		else if (a == "--mode")
 			cfg.mode = need(i);
 		else if (a == "--command")
@@ -2071,11 +2124,13 @@ int main(int argc, char **argv)
 							  {"preload", "plain", "advisory", "handmade", "redis", "floor"},
 							  [&cfg, c, bench_place](const System &s) {
 								  return run_pairs(cfg, s, bench_place, c, "u/", cfg.nres);
-							  }});
+							  },
+							  ""});
 	if (wanted(cfg, "hot"))
 		points.push_back({"hot", std::to_string(cfg.hot_clients),
 						  {"preload", "plain", "advisory", "handmade", "redis"},
-						  [&cfg, bench_place](const System &s) { return run_hot(cfg, s, bench_place, "hot"); }});
+						  [&cfg, bench_place](const System &s) { return run_hot(cfg, s, bench_place, "hot"); },
+						  ""});
 	if (wanted(cfg, "scale"))
 	{
 		int redis_db = 1;
@@ -2087,7 +2142,8 @@ int main(int argc, char **argv)
 			points.push_back({"scale", size_label(n), {"preload", "plain", "handmade", "redis"},
 							  [&cfg, place, n](const System &s) {
 								  return run_pairs(cfg, s, place, cfg.scale_clients, "s/", n);
-							  }});
+							  },
+							  "scale"});
 		}
 	}
 	std::map<std::string, HeldLeases> held;
@@ -2095,7 +2151,8 @@ int main(int argc, char **argv)
 		points.push_back({"renew", size_label(cfg.renew_leases), {"preload", "plain", "handmade", "redis"},
 						  [&cfg, &held, bench_place](const System &s) {
 							  return run_renew(cfg, s, bench_place, held.at(s.key));
-						  }});
+						  },
+						  ""});
 
 	if (!cfg.systems.empty())
 		for (auto &p : points)
@@ -2116,35 +2173,64 @@ int main(int argc, char **argv)
 				for (const auto &k : p.systems)
 					held[k] = hold_leases(cfg, system_by_key(k), bench_place);
 
+		// blocks: a point on its own, or the points of one group
+		std::vector<std::vector<const Point *>> blocks;
+		for (const auto &p : points)
+		{
+			if (!p.group.empty() && !blocks.empty() && blocks.back().front()->group == p.group)
+				blocks.back().push_back(&p);
+			else
+				blocks.push_back({&p});
+		}
+
 		std::vector<RunRecord> runs;
 		const TimePoint t_start = Clock::now();
 		size_t n = 0;
+		int redos = 0;
 		for (int rep = 0; rep < cfg.reps; rep++)
 		{
-			// the order of points alternates too, so no point always follows the same one
-			std::vector<size_t> order(points.size());
+			// the order of blocks, and of points within a block, alternates too
+			std::vector<size_t> order(blocks.size());
 			for (size_t i = 0; i < order.size(); i++)
-				order[i] = (rep % 2) ? points.size() - 1 - i : i;
-			for (size_t pi : order)
+				order[i] = (rep % 2) ? blocks.size() - 1 - i : i;
+			for (size_t bi : order)
 			{
-				const Point &p = points[pi];
-				const size_t ns = p.systems.size();
+				std::vector<const Point *> block = blocks[bi];
+				if (rep % 2)
+					std::reverse(block.begin(), block.end());
+				const auto &systems = block.front()->systems;
+				const size_t ns = systems.size();
 				for (size_t k = 0; k < ns; k++)
 				{
-					const System &sys = system_by_key(p.systems[(k + rep) % ns]);
-					RunRecord r{p.scenario, p.point, sys.key, rep, (int) k,
-								std::chrono::duration<double>(Clock::now() - t_start).count(), {}};
-					r.metrics = p.run(sys);
-					runs.push_back(r);
-					n++;
-					std::string head;
-					auto it = r.metrics.find(p.scenario == "hot" ? "handoffs_per_s"
-											 : p.scenario == "renew" ? "renewals_per_s" : "pairs_per_s");
-					head = fmt_auto(it == r.metrics.end() ? NAN : it->second);
-					std::cerr << "lease_bench: [" << n << "/" << total << "] rep " << rep + 1 << " " << p.scenario
-							  << " " << p.point << " " << sys.key << ": " << head
-							  << (p.scenario == "hot" ? " hand-offs/s" : p.scenario == "renew" ? " renewals/s" : " pairs/s")
-							  << ", CPU busy " << fmt(r.metrics["cpu_busy_pct"]) << " %" << std::endl;
+					const System &sys = system_by_key(systems[(k + rep) % ns]);
+					for (const Point *pp : block)
+					{
+						const Point &p = *pp;
+						for (int attempt = 0;; attempt++)
+						{
+							RunRecord r{p.scenario, p.point, sys.key, rep, (int) k,
+										std::chrono::duration<double>(Clock::now() - t_start).count(), {}};
+							r.metrics = p.run(sys);
+							double foreign = std::max(0.0, r.metrics["cpu_busy_pct"] - r.metrics["own_cpu_pct"]);
+							r.metrics["foreign_cpu_pct"] = foreign;
+							bool redo = foreign > cfg.max_foreign_pct && attempt == 0 && redos < cfg.max_redos;
+							r.discarded = redo;
+							runs.push_back(r);
+							std::string head;
+							auto it = r.metrics.find(p.scenario == "hot" ? "handoffs_per_s"
+													 : p.scenario == "renew" ? "renewals_per_s" : "pairs_per_s");
+							head = fmt_auto(it == r.metrics.end() ? NAN : it->second);
+							std::cerr << "lease_bench: [" << n + 1 << "/" << total << "] rep " << rep + 1 << " "
+									  << p.scenario << " " << p.point << " " << sys.key << ": " << head
+									  << (p.scenario == "hot" ? " hand-offs/s" : p.scenario == "renew" ? " renewals/s" : " pairs/s")
+									  << ", CPU busy " << fmt(r.metrics["cpu_busy_pct"]) << " %, other processes "
+									  << fmt(foreign) << " %" << (redo ? ": redone" : "") << std::endl;
+							if (!redo)
+								break;
+							redos++;
+						}
+						n++;
+					}
 				}
 			}
 		}
@@ -2152,7 +2238,11 @@ int main(int argc, char **argv)
 		for (auto &kv : held)
 			release_leases(cfg, system_by_key(kv.first), bench_place, kv.second);
 
-		Results res(runs);
+		std::vector<RunRecord> kept;
+		for (const auto &r : runs)
+			if (!r.discarded)
+				kept.push_back(r);
+		Results res(kept, runs);
 		write_json(cfg, res, cfg.out_json);
 		write_svg(cfg, res, cfg.out_svg);
 		write_markdown(cfg, res, cfg.out_md, base_name(cfg.out_json), base_name(cfg.out_svg));

@@ -1,0 +1,144 @@
+# bench/common.sh -- shared by bench/run.sh and bench/profile.sh (sourced, not run).
+#
+# The caller sets BENCH_DIR, REPO and defines die() and log() first.
+# Functions:
+#   bench_prerequisites   install missing Debian packages, the extension if it is
+#                         not installed, and build bench/build/lease_bench
+#   cpu_busy_pct SECONDS  whole-machine CPU busy % over that many seconds
+#   measure_fdatasync     fdatasync latency of one 8 kB write (pg_test_fsync -s 2)
+#   sql DIR PORT DB ARGS  psql on a scripts/cluster.sh cluster
+#   conninfo DIR PORT     its libpq connection string (without dbname)
+#   fill_lease, fill_handmade, fill_floor   the tables the benchmark works on
+
+BENCH_PACKAGES=(postgresql-15 postgresql-server-dev-15 libpq-dev g++ make redis-server libhiredis-dev)
+
+bench_prerequisites() {
+	local missing=() p sudo=""
+	for p in "${BENCH_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	if [ "${#missing[@]}" -gt 0 ]; then
+		if [ "$(id -u)" -ne 0 ]; then
+			command -v sudo >/dev/null 2>&1 ||
+				die "missing packages: ${missing[*]}; run as root, or: apt-get install ${missing[*]}"
+			sudo="sudo"
+		fi
+		log "installing ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		$sudo apt-get update -qq
+		$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+			die "apt-get install ${missing[*]} failed"
+	fi
+	command -v pg_config >/dev/null 2>&1 || die "pg_config not found: install postgresql-server-dev-15"
+	command -v redis-server >/dev/null 2>&1 || die "redis-server not found: install redis-server"
+	command -v redis-cli >/dev/null 2>&1 || die "redis-cli not found: install redis-tools"
+	PG_BINDIR="$(pg_config --bindir)"
+	PSQL="$PG_BINDIR/psql"
+	[ -x "$PSQL" ] || die "psql not found in $PG_BINDIR: install postgresql-client-15"
+	CLUSTER="$REPO/scripts/cluster.sh"
+	[ -x "$CLUSTER" ] || die "$CLUSTER not found or not executable"
+
+	# installed once, not on every run: others test against the same installation
+	if [ ! -f "$(pg_config --pkglibdir)/pg_lease.so" ] ||
+		[ ! -f "$(pg_config --sharedir)/extension/pg_lease.control" ]; then
+		log "pg_lease is not installed: running scripts/install-extension.sh"
+		"$REPO/scripts/install-extension.sh" || die "scripts/install-extension.sh failed"
+	fi
+
+	DRIVER="$BENCH_DIR/build/lease_bench"
+	mkdir -p "$BENCH_DIR/build"
+	if [ ! -x "$DRIVER" ] || [ "$BENCH_DIR/lease_bench.cpp" -nt "$DRIVER" ]; then
+		log "building $DRIVER"
+		g++ -O2 -std=c++17 -pthread -Wall -Wextra -I"$(pg_config --includedir)" \
+			"$BENCH_DIR/lease_bench.cpp" -o "$DRIVER" -L"$(pg_config --libdir)" -lpq -lhiredis ||
+			die "building bench/lease_bench.cpp failed"
+	fi
+}
+
+cpu_busy_pct() {
+	local a b
+	a="$(head -1 /proc/stat)"
+	sleep "$1"
+	b="$(head -1 /proc/stat)"
+	awk -v a="$a" -v b="$b" 'BEGIN {
+		split(a, x); split(b, y)
+		for (i = 2; i <= 9; i++) { t += y[i] - x[i] }
+		idle = (y[5] - x[5]) + (y[6] - x[6])
+		printf "%.0f", (t > 0) ? 100 * (t - idle) / t : 0 }'
+}
+
+# Prints "N ops/s, M µs/op".  pg_test_fsync is stopped once it has printed the
+# fdatasync line of its first section: the rest would take half a minute.
+measure_fdatasync() {
+	local tool="$PG_BINDIR/pg_test_fsync" file out pid result="" _
+	[ -x "$tool" ] || die "pg_test_fsync not found in $PG_BINDIR: install postgresql-15"
+	file="$(mktemp /tmp/pglease-bench-fsync.XXXXXX)"
+	out="$(mktemp /tmp/pglease-bench-fsync-out.XXXXXX)"
+	"$tool" -s 2 -f "$file" >"$out" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 200); do
+		result="$(awk '/one 8kB write/ { f = 1 }
+			f && $1 == "fdatasync" && $3 == "ops/sec" { print $2 " ops/s, " $4 " µs/op"; exit }' "$out")"
+		[ -n "$result" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	rm -f "$file"
+	if [ -z "$result" ]; then
+		cat "$out" >&2
+		rm -f "$out"
+		die "pg_test_fsync printed no fdatasync result"
+	fi
+	rm -f "$out"
+	echo "$result"
+}
+
+sql() {
+	local dir="$1" port="$2" db="$3"
+	shift 3
+	PGOPTIONS='-c client_min_messages=warning' \
+		"$PSQL" -X -q -At -v ON_ERROR_STOP=1 -h "$dir/sock" -p "$port" -U postgres -d "$db" "$@"
+}
+
+conninfo() { echo "host=$1/sock port=$2 user=postgres"; }
+
+# fill_lease DIR PORT DB PREFIX N: N released grants, written directly as
+# superuser (an acquire per row would take minutes for 1M); the token sequence
+# is then set past the largest token, and the 'hot' row is made through the
+# API, which checks that.
+fill_lease() {
+	sql "$1" "$2" "$3" -v prefix="$4" -v n="$5" <<'EOF'
+CREATE EXTENSION IF NOT EXISTS pg_lease;
+INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at, owner, released, holder)
+SELECT :'prefix' || i, i, now(), now(), now(), 'postgres'::regrole::oid, true, 'bench'
+  FROM generate_series(1, :n) i;
+SELECT setval('lease.token_seq', (SELECT max(token) FROM lease.grants)) \g /dev/null
+SELECT lease.release('hot', lease.acquire('hot', '30 s')) \g /dev/null
+VACUUM ANALYZE lease.grants;
+EOF
+}
+
+# fill_handmade DIR PORT DB PREFIX N: the table users write themselves, N released rows
+fill_handmade() {
+	sql "$1" "$2" "$3" -v prefix="$4" -v n="$5" <<'EOF'
+CREATE SEQUENCE handmade_seq;
+CREATE TABLE handmade_lease (
+	resource   text PRIMARY KEY,
+	token      bigint NOT NULL,
+	holder     text NOT NULL,
+	expires_at timestamptz NOT NULL
+);
+INSERT INTO handmade_lease
+SELECT :'prefix' || i, nextval('handmade_seq'), 'bench', now() FROM generate_series(1, :n) i;
+INSERT INTO handmade_lease VALUES ('hot', nextval('handmade_seq'), 'bench', now());
+VACUUM ANALYZE handmade_lease;
+EOF
+}
+
+# fill_floor DIR PORT DB: one row per client for the durable floor
+fill_floor() {
+	sql "$1" "$2" "$3" -c "CREATE TABLE bench_floor (id int PRIMARY KEY, n bigint NOT NULL)" \
+		-c "INSERT INTO bench_floor SELECT i, 0 FROM generate_series(0, 999) i"
+}
