@@ -453,6 +453,19 @@ lease_exec(LeaseQuery q, Datum *values, const char *nulls)
 }
 
 /*
+ * lease_result_int64 -- column `col` of the first result row
+ */
+static int64
+lease_result_int64(int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
+
+	Assert(!isnull);
+	return DatumGetInt64(d);
+}
+
+/*
  * lease_exec_change -- run a conditional row change; keep no lock if it fails
  *
  * The statement runs in a subtransaction, released if it changed a row and
@@ -474,12 +487,7 @@ lease_exec_change(LeaseQuery q, Datum *values, const char *nulls, int64 *result)
 	{
 		changed = lease_exec(q, values, nulls);
 		if (changed > 0 && result != NULL)
-		{
-			bool		isnull;
-
-			*result = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												  SPI_tuptable->tupdesc, 1, &isnull));
-		}
+			*result = lease_result_int64(1);
 		if (changed > 0)
 			ReleaseCurrentSubTransaction();
 		else
@@ -503,19 +511,6 @@ lease_exec_change(LeaseQuery q, Datum *values, const char *nulls, int64 *result)
 	PG_END_TRY();
 
 	return changed;
-}
-
-/*
- * lease_result_int64 -- column `col` of the first result row
- */
-static int64
-lease_result_int64(int col)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
-
-	Assert(!isnull);
-	return DatumGetInt64(d);
 }
 
 /*
@@ -543,6 +538,18 @@ lease_read_row(text *resource, LeaseRow *row)
 	row->released = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 	row->unexpired = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
 	row->session_gone = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+}
+
+/*
+ * lease_row_held_by -- is the row a current grant of this holder and role?
+ *
+ * Such a holder asking again is an idempotent re-acquire, never a wait.
+ */
+static bool
+lease_row_held_by(const LeaseRow *row, const LeaseCaller *caller, const char *holder)
+{
+	return row->found && row->unexpired && !row->session_gone &&
+		row->owner == caller->role && strcmp(row->holder, holder) == 0;
 }
 
 /*
@@ -589,6 +596,7 @@ lease_remember_grant(text *resource, const char *holder, int64 token)
 static void
 lease_check_no_hold_and_wait(LeaseCaller *caller, text *resource, const char *holder)
 {
+	LeaseRow	row;
 	char	   *res = text_to_cstring(resource);
 	int			kept = 0;
 	const HeldGrant *other = NULL;
@@ -619,16 +627,10 @@ lease_check_no_hold_and_wait(LeaseCaller *caller, text *resource, const char *ho
 	 * The grant may come from another connection of the same holder, so ask
 	 * the table before refusing.
 	 */
-	if (other != NULL && !holds_this)
-	{
-		LeaseRow	row;
-
-		lease_read_row(resource, &row);
-		if (row.found && row.unexpired && !row.session_gone &&
-			row.owner == caller->role && strcmp(row.holder, holder) == 0)
-			return;
-	}
-	if (other != NULL && !holds_this)
+	if (other == NULL || holds_this)
+		return;
+	lease_read_row(resource, &row);
+	if (!lease_row_held_by(&row, caller, holder))
 		ereport(ERROR,
 				(errcode(ERRCODE_LEASE_NESTED_WAIT),
 				 errmsg("cannot wait for lease \"%s\" while holding lease \"%s\"",
@@ -656,8 +658,7 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 
 	lease_read_row(resource, &row);
 
-	if (!may_take && !(row.found && row.unexpired && !row.session_gone &&
-					   row.owner == caller->role && strcmp(row.holder, holder) == 0))
+	if (!may_take && !lease_row_held_by(&row, caller, holder))
 		return LEASE_TRY_BUSY;
 
 	if (!row.found)
@@ -683,7 +684,7 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 	if (row.unexpired && !row.session_gone)
 	{
 		/* The same holder (and role) asking again: same token, new expiry. */
-		if (row.owner == caller->role && strcmp(row.holder, holder) == 0)
+		if (lease_row_held_by(&row, caller, holder))
 		{
 			values[0] = PointerGetDatum(resource);
 			values[1] = Int64GetDatum(row.token);
