@@ -99,7 +99,7 @@ run_failover() {
 	if [ "$min_after" -le "$max_before" ]; then
 		cat "$WORK/$mode"-w*.log | awk -v lo="$min_after" -v hi="$max_before" -v k="$killed_at" -v p="$promoted_at" \
 			'$1 == "G" && $3 >= lo && $3 <= hi { printf "#   %s %s %s sent %+d ms recv %+d ms (vs kill)\n", $2, $3, $4, ($5 - k) / 1000, ($6 - k) / 1000 }' |
-			sort -k3 -n | head -20
+			sort -k3 -n | sed -n 1,20p
 		echo "#   promoted at $(((promoted_at - killed_at) / 1000)) ms after the kill"
 	fi
 }
