@@ -8,9 +8,10 @@
  * release inside a transaction block takes effect at commit and vanishes on
  * rollback.  Safety rests on three facts enforced here:
  *
- * - A row changes hands only by an UPDATE whose WHERE names the exact token
- *   seen and requires the grant to be over by the server clock; concurrent
- *   takers serialize on the row lock and the loser's re-check fails.
+ * - A row changes hands only by an UPDATE whose WHERE requires the grant to
+ *   be over by the server clock, and either released or exactly the token
+ *   seen; concurrent takers serialize on the row lock and the loser's
+ *   re-check (on the row version the winner committed) fails.
  * - Tokens come from one sequence, called only while the row is being
  *   changed, so a later grant of a resource always draws a larger number.
  * - lease.fence() takes FOR SHARE on the current grant's row, which blocks
@@ -26,7 +27,9 @@
  *
  * The functions run as the caller but do their table work as the owner of
  * lease.grants, so PUBLIC needs no right on the table; ownership of a grant
- * is the role that acquired it, checked here.
+ * is the role that acquired it, checked here.  While they do, the search path
+ * is pg_catalog alone (an override pushed by lease_begin, cheaper than a SET
+ * clause on every call), and every name in the statements is qualified too.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,8 +44,10 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/proc.h"
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -61,6 +66,7 @@
 
 typedef enum LeaseQuery
 {
+	Q_TAKE_RELEASED,
 	Q_READ_ROW,
 	Q_INSERT,
 	Q_TAKE_OVER,
@@ -83,10 +89,28 @@ typedef struct LeaseQueryDef
 } LeaseQueryDef;
 
 /*
- * Statement texts.  Everything is schema-qualified, and every function also
- * runs with search_path pinned to pg_catalog, pg_temp by its SET clause.
+ * Statement texts.  Everything is schema-qualified, operators included, and
+ * they are prepared and run with the search path pinned to pg_catalog.
  */
 static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
+	/*
+	 * The first try of an acquire: take a released grant without reading it
+	 * first.  A released row is free whoever held it; the re-check after a
+	 * concurrent change sees the committed version, and nextval() is
+	 * evaluated again for it, after the row lock is held.
+	 */
+	[Q_TAKE_RELEASED] = {
+		"UPDATE lease.grants SET token = " LEASE_NEXT_TOKEN ","
+		"       expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2,"
+		"       granted_at = pg_catalog.clock_timestamp(),"
+		"       renewed_at = pg_catalog.clock_timestamp(),"
+		"       owner = $3, released = false, backend_pid = $5, backend_start = $6,"
+		"       holder = $4"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
+		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+		" RETURNING token",
+		6, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+	},
 	[Q_READ_ROW] = {
 		"SELECT token, holder, owner, expires_at, released,"
 		"       expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(),"
@@ -226,6 +250,9 @@ static HeldGrant held_grants[LEASE_MAX_TRACKED];
 static int	num_held_grants = 0;
 
 static char *default_holder = NULL;
+
+/* The search path of every statement: pg_catalog alone, no temp schema. */
+static OverrideSearchPath catalog_only = {NIL, true, false, 0};
 
 /*
  * lease_arg_not_null -- the argument must not be NULL (22004)
@@ -408,17 +435,27 @@ lease_begin(LeaseCaller *caller)
 						   SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 
+	/*
+	 * The caller's search_path must not reach the statements.  They name
+	 * everything with its schema anyway; the override also keeps the plan
+	 * cache from re-planning them when the caller's search_path changes.
+	 */
+	PushOverrideSearchPath(&catalog_only);
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 }
 
 /*
  * lease_end -- undo lease_begin
+ *
+ * On error, transaction or subtransaction abort undoes it instead.
  */
 static void
 lease_end(LeaseCaller *caller)
 {
 	SPI_finish();
+	PopOverrideSearchPath();
 	SetUserIdAndSecContext(caller->saved_userid, caller->saved_sec_context);
 }
 
@@ -587,6 +624,30 @@ lease_remember_grant(text *resource, const char *holder, int64 token)
 }
 
 /*
+ * lease_forget_grant -- drop the hint of a grant this backend released
+ *
+ * Keeps the list (and the table checks of the nested-wait check) as short as
+ * the grants actually held.
+ */
+static void
+lease_forget_grant(text *resource, int64 token)
+{
+	char	   *res = text_to_cstring(resource);
+
+	for (int i = 0; i < num_held_grants; i++)
+	{
+		if (held_grants[i].token == token &&
+			strcmp(held_grants[i].resource, res) == 0)
+		{
+			memmove(&held_grants[i], &held_grants[i + 1],
+					sizeof(HeldGrant) * (num_held_grants - i - 1));
+			num_held_grants--;
+			return;
+		}
+	}
+}
+
+/*
  * lease_check_no_hold_and_wait -- refuse to wait while holding another lease
  *
  * A holder that waits while holding could deadlock with one that does the
@@ -655,6 +716,29 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 	LeaseRow	row;
 	Datum		values[8];
 	char		nulls[8];
+
+	/*
+	 * The common case first: a released grant, taken in one statement.  When
+	 * it changes nothing, the row is missing, held, expired unreleased, or
+	 * taken by someone else meanwhile: read it and decide.
+	 */
+	if (may_take)
+	{
+		values[0] = PointerGetDatum(resource);
+		values[1] = IntervalPGetDatum(ttl);
+		values[2] = ObjectIdGetDatum(caller->role);
+		values[3] = CStringGetTextDatum(holder);
+		values[4] = Int32GetDatum(MyProcPid);
+		values[5] = TimestampTzGetDatum(MyStartTimestamp);
+		memset(nulls, ' ', sizeof(nulls));
+		if (!session_bound)
+			nulls[4] = nulls[5] = 'n';
+		if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token) > 0)
+		{
+			lease_count(LEASE_STAT_GRANTS);
+			return LEASE_TRY_GRANTED;
+		}
+	}
 
 	lease_read_row(resource, &row);
 
@@ -737,6 +821,7 @@ lease_acquire_common(FunctionCallInfo fcinfo, text *resource, Interval *ttl,
 	bool		contended = false;
 	bool		granted = false;
 	int64		token = 0;
+	int			guc_level = -1;
 
 	if (wait_usecs > 0 && IsolationUsesXactSnapshot())
 		ereport(ERROR,
@@ -749,6 +834,17 @@ lease_acquire_common(FunctionCallInfo fcinfo, text *resource, Interval *ttl,
 		deadline = DT_NOEND;
 
 	lease_begin(&caller);
+
+	/*
+	 * The wait argument is the timeout: waiting for the row lock of a fencing
+	 * transaction is part of the wait, not a lock_timeout matter.
+	 */
+	if (LockTimeout != 0)
+	{
+		guc_level = NewGUCNestLevel();
+		(void) set_config_option("lock_timeout", "0", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
 
 	if (wait_usecs > 0)
 		lease_check_no_hold_and_wait(&caller, resource, holder);
@@ -812,6 +908,8 @@ lease_acquire_common(FunctionCallInfo fcinfo, text *resource, Interval *ttl,
 			lease_note_session_grant(res);
 	}
 
+	if (guc_level >= 0)
+		AtEOXact_GUC(true, guc_level);
 	lease_end(&caller);
 
 	/*
@@ -960,6 +1058,7 @@ lease_release(PG_FUNCTION_ARGS)
 	lease_release_done(release_only);
 	if (released)
 	{
+		lease_forget_grant(resource, token);
 		lease_count(LEASE_STAT_RELEASES);
 		lease_wake_at_commit(text_to_cstring(resource));
 	}

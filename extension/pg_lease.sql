@@ -4,9 +4,14 @@
 \echo Use "CREATE EXTENSION pg_lease" to load this file. \quit
 
 /*
- * Everything below is schema-qualified (functions, types, operators), and every
- * function pins search_path, so no object a user creates in public or pg_temp
- * can change what the extension runs.
+ * Everything below is schema-qualified (functions, types, operators), so no
+ * object a user creates in public or pg_temp can change what the extension
+ * runs.  The functions are all C: they carry no SET clause (applying one costs
+ * every call); the statements they run are schema-qualified too, and run with
+ * the search path pinned to pg_catalog alone (lease_ops.c, lease_begin), with
+ * the role switched to the table owner.  lease.acquire and lease.try_acquire
+ * set lock_timeout = 0 themselves for the duration of the call: their wait
+ * argument is the timeout.
  */
 CREATE SCHEMA lease;
 GRANT USAGE ON SCHEMA lease TO PUBLIC;
@@ -54,10 +59,7 @@ CREATE FUNCTION lease.acquire(resource pg_catalog.text,
 							  session_bound pg_catalog.bool DEFAULT false)
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'lease_acquire'
-LANGUAGE C VOLATILE PARALLEL UNSAFE
--- the wait argument is the timeout; a row-lock wait inside acquire is not a lock_timeout matter
-SET search_path = pg_catalog, pg_temp
-SET lock_timeout = 0;
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION lease.try_acquire(resource pg_catalog.text,
 								  ttl pg_catalog.interval,
@@ -65,45 +67,37 @@ CREATE FUNCTION lease.try_acquire(resource pg_catalog.text,
 								  session_bound pg_catalog.bool DEFAULT false)
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'lease_try_acquire'
-LANGUAGE C VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-SET lock_timeout = 0;
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION lease.renew(resource pg_catalog.text, token pg_catalog.int8, ttl pg_catalog.interval)
 RETURNS pg_catalog.bool
 AS 'MODULE_PATHNAME', 'lease_renew'
-LANGUAGE C VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION lease.release(resource pg_catalog.text, token pg_catalog.int8)
 RETURNS pg_catalog.bool
 AS 'MODULE_PATHNAME', 'lease_release'
-LANGUAGE C VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION lease.fence(resource pg_catalog.text, token pg_catalog.int8)
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'lease_fence'
-LANGUAGE C VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION lease.is_current(resource pg_catalog.text, token pg_catalog.int8)
 RETURNS pg_catalog.bool
 AS 'MODULE_PATHNAME', 'lease_is_current'
-LANGUAGE C VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION lease."break"(resource pg_catalog.text)
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'lease_break'
-LANGUAGE C VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION lease.gc(retain pg_catalog.interval DEFAULT '1 hour'::pg_catalog.interval)
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'lease_gc'
-LANGUAGE C VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION lease.stats(OUT grants pg_catalog.int8,
 							OUT contended pg_catalog.int8,
@@ -115,22 +109,19 @@ CREATE FUNCTION lease.stats(OUT grants pg_catalog.int8,
 							OUT fence_rejections pg_catalog.int8)
 RETURNS record
 AS 'MODULE_PATHNAME', 'lease_stats'
-LANGUAGE C VOLATILE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE PARALLEL SAFE;
 
 -- Is the backend that took a session-bound grant still alive?  (Used by the view.)
 CREATE FUNCTION lease.session_alive(pid pg_catalog.int4, started pg_catalog.timestamptz)
 RETURNS pg_catalog.bool
 AS 'MODULE_PATHNAME', 'lease_session_alive'
-LANGUAGE C VOLATILE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 
 -- Number of backends queued for a resource (NULL when not preloaded).
 CREATE FUNCTION lease.waiters(resource pg_catalog.text)
 RETURNS pg_catalog.int4
 AS 'MODULE_PATHNAME', 'lease_waiters'
-LANGUAGE C VOLATILE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 
 /*
  * Current grants.  The view runs with its owner's rights, so PUBLIC can read
