@@ -13,6 +13,10 @@
 //             by retry after a random 50-250 ms (the redsync/Redlock client)
 //   floor     one single-row synchronous UPDATE plus one SELECT 1 per pair:
 //             the ceiling no durable lease can beat
+//   floor2    the two-write floor (uncontended only, informational): the same
+//             synchronous UPDATE, then a second UPDATE of the row committed
+//             asynchronously -- the least a durable grant plus a release that
+//             is itself a committed write (as pg_lease's is) costs in SQL
 //
 // Scenarios:
 //   uncontended  acquire+release pairs on random resources of a large set
@@ -104,6 +108,10 @@ const std::vector<System> &all_systems()
 		 "waiting by retry after a random 50–250 ms (redsync/Redlock client); no persistence, TCP loopback"},
 		{"floor", "durable floor", Kind::floor, true, "#7f7f7f",
 		 "per pair: `UPDATE bench_floor SET n = n + 1 WHERE id = <client>` (synchronous commit) + `SELECT 1`"},
+		{"floor2", "two-write floor", Kind::floor, true, "#bcbd22",
+		 "per pair: the same synchronous `UPDATE`, then the same `UPDATE` with `set_config('synchronous_commit', "
+		 "'off', true)` in a CTE (committed asynchronously, as pg_lease commits a release): the least two committed "
+		 "writes per pair cost; uncontended only, informational"},
 	};
 	return systems;
 }
@@ -521,14 +529,20 @@ private:
 	RetryWait retry_;
 };
 
-// Not a lease: the cheapest durable round trip plus one more round trip.
+// Not a lease: the cheapest durable round trip plus one more round trip, which
+// is a read (floor) or a second, asynchronously committed write (floor2).
 class FloorSession : public PgSession
 {
 public:
-	FloorSession(const std::string &conninfo, int client) : PgSession(conninfo, client)
+	FloorSession(const std::string &conninfo, int client, bool second_write)
+		: PgSession(conninfo, client), second_write_(second_write)
 	{
 		prepare("upd", "UPDATE bench_floor SET n = n + 1 WHERE id = $1::int4", 1);
 		prepare("sel", "SELECT 1", 0);
+		prepare("upd_async",
+				"WITH async AS (SELECT set_config('synchronous_commit', 'off', true))"
+				" UPDATE bench_floor SET n = n + 1 FROM async WHERE id = $1::int4",
+				1);
 		row_ = std::to_string(client);
 	}
 	long long try_acquire(long long, const std::string &) override
@@ -545,7 +559,15 @@ public:
 	}
 	bool release(long long, const std::string &, long long) override
 	{
-		PgResult r(exec("sel", 0, nullptr));
+		if (!second_write_)
+		{
+			PgResult r(exec("sel", 0, nullptr));
+			return true;
+		}
+		const char *vals[1] = {row_.c_str()};
+		PgResult r(exec("upd_async", 1, vals));
+		if (std::strcmp(PQcmdTuples(r.r), "1") != 0)
+			throw std::runtime_error("bench_floor has no row " + row_);
 		return true;
 	}
 	bool renew(const std::string &, long long) override
@@ -554,6 +576,7 @@ public:
 	}
 
 private:
+	bool second_write_;
 	std::string row_;
 };
 
@@ -686,7 +709,7 @@ std::unique_ptr<Session> open_session(const Config &cfg, const System &sys, cons
 		case Kind::lease: return std::make_unique<LeaseSession>(conninfo, client);
 		case Kind::advisory: return std::make_unique<AdvisorySession>(conninfo, client);
 		case Kind::handmade: return std::make_unique<HandmadeSession>(conninfo, client, cfg);
-		case Kind::floor: return std::make_unique<FloorSession>(conninfo, client);
+		case Kind::floor: return std::make_unique<FloorSession>(conninfo, client, sys.key == "floor2");
 		case Kind::redis: return std::make_unique<RedisSession>(cfg, place.redis_db, client);
 	}
 	throw std::logic_error("kind");
@@ -1540,7 +1563,7 @@ void write_svg(const Config &cfg, const Results &res, const std::string &path)
 	const double top = 60, pw = W / 3, ph = (H - top) / 2;
 	// (1) uncontended pairs/s by client count
 	{
-		std::vector<std::string> keys = {"preload", "plain", "advisory", "handmade", "redis", "floor"};
+		std::vector<std::string> keys = {"preload", "plain", "advisory", "handmade", "redis", "floor", "floor2"};
 		std::vector<std::string> groups;
 		std::vector<std::vector<Agg>> vals;
 		for (int c : cfg.client_counts)
@@ -1556,7 +1579,7 @@ void write_svg(const Config &cfg, const Results &res, const std::string &path)
 	}
 	// (2) uncontended acquire p50 latency
 	{
-		std::vector<std::string> keys = {"preload", "plain", "advisory", "handmade", "redis", "floor"};
+		std::vector<std::string> keys = {"preload", "plain", "advisory", "handmade", "redis", "floor", "floor2"};
 		std::vector<std::string> groups;
 		std::vector<std::vector<Agg>> vals;
 		for (int c : cfg.client_counts)
@@ -1761,16 +1784,19 @@ void write_markdown(const Config &cfg, const Results &res, const std::string &pa
 				  << short_cell(g("own_cpu_pct")) << ") |\n";
 			}
 		o << "\nRatios of medians (pairs/s):\n\n| clients | preloaded / handmade | preloaded / floor | "
-			 "preloaded / not preloaded | preloaded / advisory | preloaded / Redis |\n|---:|---:|---:|---:|---:|---:|\n";
+			 "preloaded / two-write floor | two-write floor / floor | "
+			 "preloaded / not preloaded | preloaded / advisory | preloaded / Redis |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 		for (int c : cfg.client_counts)
 		{
 			const std::string p = std::to_string(c);
 			Agg pre = res.get("uncontended", p, "preload", "pairs_per_s");
 			o << "| " << c << " |";
-			for (const char *k : {"handmade", "floor", "plain", "advisory", "redis"})
+			for (const char *k : {"handmade", "floor", "floor2", "floor2/floor", "plain", "advisory", "redis"})
 			{
-				Agg x = res.get("uncontended", p, k, "pairs_per_s");
-				o << " " << ((pre.n && x.n) ? fmt_auto(pre.med / x.med) : std::string("n/a")) << " |";
+				const bool two = std::strcmp(k, "floor2/floor") == 0;
+				Agg num = two ? res.get("uncontended", p, "floor2", "pairs_per_s") : pre;
+				Agg x = res.get("uncontended", p, two ? "floor" : k, "pairs_per_s");
+				o << " " << ((num.n && x.n) ? fmt_auto(num.med / x.med) : std::string("n/a")) << " |";
 			}
 			o << "\n";
 		}
@@ -1975,7 +2001,7 @@ void usage()
 		"usage: lease_bench --pg-preload CONNINFO --pg-plain CONNINFO --redis HOST:PORT\n"
 		"                   [--reps N] [--duration S] [--hot-duration S] [--warmup S] [--clients 1,8,32]\n"
 		"                   [--resources N] [--scale SMALL,LARGE] [--scenarios uncontended,hot,scale,renew]\n"
-		"                   [--systems preload,plain,advisory,handmade,redis,floor]\n"
+		"                   [--systems preload,plain,advisory,handmade,redis,floor,floor2]\n"
 		"                   [--max-foreign PCT] [--max-redos N]\n"
 		"                   [--mode NAME] [--command TEXT] [--meta KEY=VALUE]... [--note TEXT]...\n"
 		"                   --out-md FILE --out-json FILE --out-svg FILE\n"
@@ -2121,7 +2147,7 @@ int main(int argc, char **argv)
 	if (wanted(cfg, "uncontended"))
 		for (int c : cfg.client_counts)
 			points.push_back({"uncontended", std::to_string(c),
-							  {"preload", "plain", "advisory", "handmade", "redis", "floor"},
+							  {"preload", "plain", "advisory", "handmade", "redis", "floor", "floor2"},
 							  [&cfg, c, bench_place](const System &s) {
 								  return run_pairs(cfg, s, bench_place, c, "u/", cfg.nres);
 							  },

@@ -8,7 +8,8 @@
 # Starts one throwaway preloaded cluster (scripts/cluster.sh, port
 # PGLEASE_BENCH_PROFILE_PORT, default 54373), fills the tables as bench/run.sh
 # does (100k released resources; no checkpoint during the runs), then for
-# pg_lease preloaded, the handmade table lease and the durable floor:
+# pg_lease preloaded, the handmade table lease, the durable floor and the
+# two-write floor:
 #   - 1 client: bench/build/lease_bench (uncontended pairs) with perf attached
 #     to its backend (cpu-clock, call graphs): the inclusive share of the
 #     functions of extension/lease_ops.c and of the executor, commit and WAL
@@ -84,14 +85,14 @@ snapshot() {
 	                      wal_sync, wal_write FROM pg_stat_wal"
 }
 
-declare -A LABEL=([preload]="pg_lease preloaded" [handmade]="handmade table" [floor]="durable floor")
-SYSTEMS=(preload handmade floor)
+declare -A LABEL=([preload]="pg_lease preloaded" [handmade]="handmade table" [floor]="durable floor" [floor2]="two-write floor")
+SYSTEMS=(preload handmade floor floor2)
 # inclusive samples of these functions, in this order (a function inside another one is
 # counted in both: read the table as a tree, see the indentation)
 PERF_FUNCS=(
 	"PostgresMain|backend total (sampled on CPU)"
 	"lease_acquire_common|  lease.acquire (lease_acquire_common)"
-	"lease_read_row|    Q_READ_ROW: SELECT of the row (lease_read_row)"
+	"lease_read_row|    Q_READ_ROW: SELECT of the row (lease_read_row; only when the one-statement take of a released row fails)"
 	"lease_exec_change|    conditional UPDATE in a subtransaction (lease_exec_change, acquire + release)"
 	"BeginInternalSubTransaction|      BeginInternalSubTransaction"
 	"ReleaseCurrentSubTransaction|      ReleaseCurrentSubTransaction"
@@ -100,8 +101,8 @@ PERF_FUNCS=(
 	"lease_queue_may_take|    lease_queue_may_take (wait-queue check, preloaded)"
 	"lease_wake_pending|  lease_wake_pending (wake-up at the release's commit, preloaded)"
 	"lease_release|  lease.release (lease_release)"
-	"fmgr_security_definer|  fmgr_security_definer (functions with SET clauses: search_path, lock_timeout)"
-	"ProcessGUCArray|    ProcessGUCArray (applying the SET clauses)"
+	"fmgr_security_definer|  fmgr_security_definer (SET clauses on functions: none any more, kept to show it)"
+	"ProcessGUCArray|    ProcessGUCArray (applying SET clauses)"
 	"AtEOXact_GUC|    AtEOXact_GUC (undoing them)"
 	"SPI_execute_plan|  SPI_execute_plan (all statements run through SPI)"
 	"GetCachedPlan|    GetCachedPlan (plan revalidation)"
@@ -187,24 +188,16 @@ done
 
 # ---- EXPLAIN of the statements lease_ops.c runs (copied from its lease_queries[]) -------------------
 log "EXPLAIN (ANALYZE, BUFFERS) of the acquire and release statements"
-token="$(ctl -c "SELECT token FROM lease.grants WHERE resource = 'u/4242'")"
 EXPLAIN="$(ctl <<EOF 2>&1 || echo "(a statement above failed)"
-\\echo '-- Q_READ_ROW (every acquire try)'
-EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)
-SELECT token, holder, owner, expires_at, released,
-       expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(),
-       CASE WHEN backend_pid IS NULL THEN false
-            ELSE NOT lease.session_alive(backend_pid, backend_start) END
-  FROM lease.grants WHERE resource OPERATOR(pg_catalog.=) 'u/4242';
 BEGIN;
-\\echo '-- Q_TAKE_OVER (acquire of a released row), rolled back'
+\\echo '-- Q_TAKE_RELEASED (the first try of every acquire: take a released row), rolled back'
 EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)
 UPDATE lease.grants SET token = pg_catalog.nextval('lease.token_seq'::pg_catalog.regclass),
        expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '30 s',
        granted_at = pg_catalog.clock_timestamp(), renewed_at = pg_catalog.clock_timestamp(),
        owner = 10, released = false, backend_pid = NULL, backend_start = NULL, holder = 'me'
- WHERE resource OPERATOR(pg_catalog.=) 'u/4242' AND token OPERATOR(pg_catalog.=) $token
-   AND (expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() OR false)
+ WHERE resource OPERATOR(pg_catalog.=) 'u/4242' AND released
+   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()
  RETURNING token;
 \\echo '-- Q_RELEASE, rolled back'
 EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)

@@ -205,7 +205,7 @@ log "setup done; measuring ($MODE: $REPS repetitions)"
 	--meta "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC'); commit $COMMIT" \
 	--meta "machine=$NPROC CPUs, $CPU_MODEL; fdatasync of one 8 kB write on /tmp (\`pg_test_fsync -s 2\`, stopped after that line): $FDATASYNC" \
 	--meta "load before the run=load average $LOAD_START, CPU busy $BUSY_START % over 1 s (the machine is shared with other engineers' tests; the per-run load is in the tables)" \
-	--meta "PostgreSQL=$PG_VERSION; two throwaway clusters from scripts/cluster.sh on Unix sockets: preloaded (port $PORT_PRE: pg_lease preloaded, advisory, handmade, floor) and plain (port $PORT_PLAIN: pg_lease not preloaded)" \
+	--meta "PostgreSQL=$PG_VERSION; two throwaway clusters from scripts/cluster.sh on Unix sockets: preloaded (port $PORT_PRE: pg_lease preloaded, advisory, handmade, the floors) and plain (port $PORT_PLAIN: pg_lease not preloaded)" \
 	--meta "settings=$SETTINGS" \
 	--meta "Redis=$REDIS_VERSION, throwaway \`redis-server\` on 127.0.0.1:$REDIS_PORT (TCP loopback), \`--save '' --appendonly no\`; client libhiredis" \
 	--note "tables filled before the runs: lease.grants by a direct INSERT as superuser of released rows (token = row number, then \`setval('lease.token_seq', max(token))\`; the \`hot\` row is then made by \`lease.acquire\`, which checks the sequence is past every token), handmade_lease by an INSERT of released rows" \
