@@ -17,8 +17,8 @@
 #   in the path, acquire/renew/release/fence/is_current and the view still
 #   behave (tokens rise, a stale token still fails fence, the victim's lease
 #   still is not grantable);
-# - the catalog: every function of the extension pins search_path (and no
-#   SECURITY DEFINER lacks it), PUBLIC has no right on the table or the
+# - the catalog: every function of the extension is C (no SQL body reads the
+#   caller's search_path) and none is SECURITY DEFINER, PUBLIC has no right on the table or the
 #   sequence, every object belongs to a superuser, the view has exactly the
 #   documented columns and shows only current grants, even to a leaky
 #   function.
