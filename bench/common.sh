@@ -2,8 +2,8 @@
 #
 # The caller sets BENCH_DIR, REPO and defines die() and log() first.
 # Functions:
-#   bench_prerequisites   install missing Debian packages, the extension if it is
-#                         not installed, and build bench/build/lease_bench
+#   bench_prerequisites   install missing Debian packages, this checkout's extension
+#                         if the installed one differs, and build bench/build/lease_bench
 #   cpu_busy_pct SECONDS  whole-machine CPU busy % over that many seconds
 #   measure_fdatasync     fdatasync latency of one 8 kB write (pg_test_fsync -s 2)
 #   sql DIR PORT DB ARGS  psql on a scripts/cluster.sh cluster
@@ -38,10 +38,15 @@ bench_prerequisites() {
 	CLUSTER="$REPO/scripts/cluster.sh"
 	[ -x "$CLUSTER" ] || die "$CLUSTER not found or not executable"
 
-	# installed once, not on every run: others test against the same installation
-	if [ ! -f "$(pg_config --pkglibdir)/pg_lease.so" ] ||
-		[ ! -f "$(pg_config --sharedir)/extension/pg_lease.control" ]; then
-		log "pg_lease is not installed: running scripts/install-extension.sh"
+	# measure this checkout's extension: build it, and install it when what is installed
+	# differs (a stale installation would be measured otherwise); an unchanged one is left
+	# alone, as other test runs may be using it
+	local version
+	version="$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$REPO/pg_lease.control")"
+	make -s -C "$REPO" all >/dev/null || die "building the extension failed"
+	if ! cmp -s "$REPO/pg_lease.so" "$(pg_config --pkglibdir)/pg_lease.so" ||
+		! cmp -s "$REPO/extension/pg_lease.sql" "$(pg_config --sharedir)/extension/pg_lease--$version.sql"; then
+		log "pg_lease is not installed or differs from this checkout: running scripts/install-extension.sh"
 		"$REPO/scripts/install-extension.sh" || die "scripts/install-extension.sh failed"
 	fi
 

@@ -6,7 +6,7 @@
 #   bench/run.sh --quick    3 repetitions, 0.3 s per run (1 s hot)   (< 2 min)
 #
 # Installs what is missing (Debian: redis-server, libhiredis-dev, PostgreSQL 15
-# server and headers, g++), installs the extension if it is not installed,
+# server and headers, g++), installs this checkout's extension if the installed one differs,
 # builds bench/lease_bench.cpp into bench/build/, and starts its own throwaway
 # servers, all stopped and removed at exit:
 #   - a PostgreSQL cluster with shared_preload_libraries = 'pg_lease'
