@@ -132,15 +132,15 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	},
 	[Q_TAKE_OVER] = {
 		"UPDATE lease.grants SET token = " LEASE_NEXT_TOKEN ","
-		"       expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
+		"       expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2,"
 		"       granted_at = pg_catalog.clock_timestamp(),"
 		"       renewed_at = pg_catalog.clock_timestamp(),"
-		"       owner = $4, released = false, backend_pid = $6, backend_start = $7,"
-		"       holder = $5"
-		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"       owner = $3, released = false, backend_pid = $5, backend_start = $6,"
+		"       holder = $4"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $7"
 		"   AND (expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() OR $8)"
 		" RETURNING token",
-		8, {TEXTOID, INT8OID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, BOOLOID}
+		8, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, BOOLOID}
 	},
 	[Q_EXTEND_SAME_HOLDER] = {
 		"UPDATE lease.grants"
@@ -702,6 +702,29 @@ lease_check_no_hold_and_wait(LeaseCaller *caller, text *resource, const char *ho
 }
 
 /*
+ * lease_grant_params -- $1..$6 of the statements that make a grant
+ *
+ * Q_TAKE_RELEASED, Q_INSERT and Q_TAKE_OVER all start with (resource, ttl,
+ * owner, holder, backend_pid, backend_start); the backend is recorded only
+ * for a session-bound grant.
+ */
+static void
+lease_grant_params(Datum *values, char *nulls, int nparams, text *resource,
+				   Interval *ttl, const LeaseCaller *caller, const char *holder,
+				   bool session_bound)
+{
+	values[0] = PointerGetDatum(resource);
+	values[1] = IntervalPGetDatum(ttl);
+	values[2] = ObjectIdGetDatum(caller->role);
+	values[3] = CStringGetTextDatum(holder);
+	values[4] = Int32GetDatum(MyProcPid);
+	values[5] = TimestampTzGetDatum(MyStartTimestamp);
+	memset(nulls, ' ', nparams);
+	if (!session_bound)
+		nulls[4] = nulls[5] = 'n';
+}
+
+/*
  * lease_try_grant -- one try to grant the resource
  *
  * On LEASE_TRY_BUSY, *busy_until is when the current grant expires.  With
@@ -724,15 +747,7 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 	 */
 	if (may_take)
 	{
-		values[0] = PointerGetDatum(resource);
-		values[1] = IntervalPGetDatum(ttl);
-		values[2] = ObjectIdGetDatum(caller->role);
-		values[3] = CStringGetTextDatum(holder);
-		values[4] = Int32GetDatum(MyProcPid);
-		values[5] = TimestampTzGetDatum(MyStartTimestamp);
-		memset(nulls, ' ', sizeof(nulls));
-		if (!session_bound)
-			nulls[4] = nulls[5] = 'n';
+		lease_grant_params(values, nulls, 6, resource, ttl, caller, holder, session_bound);
 		if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token) > 0)
 		{
 			lease_count(LEASE_STAT_GRANTS);
@@ -747,15 +762,7 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 
 	if (!row.found)
 	{
-		values[0] = PointerGetDatum(resource);
-		values[1] = IntervalPGetDatum(ttl);
-		values[2] = ObjectIdGetDatum(caller->role);
-		values[3] = CStringGetTextDatum(holder);
-		values[4] = Int32GetDatum(MyProcPid);
-		values[5] = TimestampTzGetDatum(MyStartTimestamp);
-		memset(nulls, ' ', sizeof(nulls));
-		if (!session_bound)
-			nulls[4] = nulls[5] = 'n';
+		lease_grant_params(values, nulls, 6, resource, ttl, caller, holder, session_bound);
 
 		/* DO NOTHING does not lock a conflicting row: a lost race just re-reads */
 		if (lease_exec(Q_INSERT, values, nulls) == 0)
@@ -787,17 +794,9 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 	 * took it since, the token or expiry re-check fails and we read again.
 	 * If a fencing transaction holds the row, this waits for it to end.
 	 */
-	values[0] = PointerGetDatum(resource);
-	values[1] = Int64GetDatum(row.token);
-	values[2] = IntervalPGetDatum(ttl);
-	values[3] = ObjectIdGetDatum(caller->role);
-	values[4] = CStringGetTextDatum(holder);
-	values[5] = Int32GetDatum(MyProcPid);
-	values[6] = TimestampTzGetDatum(MyStartTimestamp);
+	lease_grant_params(values, nulls, 8, resource, ttl, caller, holder, session_bound);
+	values[6] = Int64GetDatum(row.token);
 	values[7] = BoolGetDatum(row.session_gone);
-	memset(nulls, ' ', sizeof(nulls));
-	if (!session_bound)
-		nulls[5] = nulls[6] = 'n';
 
 	if (lease_exec_change(Q_TAKE_OVER, values, nulls, token) == 0)
 		return LEASE_TRY_AGAIN;
