@@ -64,6 +64,19 @@
 
 #define LEASE_NEXT_TOKEN "pg_catalog.nextval('lease.token_seq'::pg_catalog.regclass)"
 
+/*
+ * An UPDATE that makes the row a new grant: $1 resource, $2 ttl, $3 owner,
+ * $4 holder, $5 backend_pid, $6 backend_start (the order lease_grant_params
+ * fills); the caller appends its WHERE.
+ */
+#define LEASE_NEW_GRANT \
+	"UPDATE lease.grants SET token = " LEASE_NEXT_TOKEN "," \
+	"       expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2," \
+	"       granted_at = pg_catalog.clock_timestamp()," \
+	"       renewed_at = pg_catalog.clock_timestamp()," \
+	"       owner = $3, released = false, backend_pid = $5, backend_start = $6," \
+	"       holder = $4"
+
 typedef enum LeaseQuery
 {
 	Q_TAKE_RELEASED,
@@ -100,12 +113,7 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	 * evaluated again for it, after the row lock is held.
 	 */
 	[Q_TAKE_RELEASED] = {
-		"UPDATE lease.grants SET token = " LEASE_NEXT_TOKEN ","
-		"       expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2,"
-		"       granted_at = pg_catalog.clock_timestamp(),"
-		"       renewed_at = pg_catalog.clock_timestamp(),"
-		"       owner = $3, released = false, backend_pid = $5, backend_start = $6,"
-		"       holder = $4"
+		LEASE_NEW_GRANT
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
 		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
 		" RETURNING token",
@@ -131,12 +139,7 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		6, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
 	},
 	[Q_TAKE_OVER] = {
-		"UPDATE lease.grants SET token = " LEASE_NEXT_TOKEN ","
-		"       expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2,"
-		"       granted_at = pg_catalog.clock_timestamp(),"
-		"       renewed_at = pg_catalog.clock_timestamp(),"
-		"       owner = $3, released = false, backend_pid = $5, backend_start = $6,"
-		"       holder = $4"
+		LEASE_NEW_GRANT
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $7"
 		"   AND (expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() OR $8)"
 		" RETURNING token",
