@@ -52,7 +52,7 @@ bench_prerequisites() {
 
 	DRIVER="$BENCH_DIR/build/lease_bench"
 	mkdir -p "$BENCH_DIR/build"
-	if [ ! -x "$DRIVER" ] || [ "$BENCH_DIR/lease_bench.cpp" -nt "$DRIVER" ]; then
+	if [ ! -x "$DRIVER" ] || [ "$BENCH_DIR/lease_bench.cpp" -nt "$DRIVER" ] || [ "$BENCH_DIR/procstat.hpp" -nt "$DRIVER" ]; then
 		log "building $DRIVER"
 		g++ -O2 -std=c++17 -pthread -Wall -Wextra -I"$(pg_config --includedir)" \
 			"$BENCH_DIR/lease_bench.cpp" -o "$DRIVER" -L"$(pg_config --libdir)" -lpq -lhiredis ||

@@ -50,6 +50,8 @@
 #include <thread>
 #include <vector>
 
+#include "procstat.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -195,53 +197,6 @@ struct RunResult
 	double wal_sync_mean_us = NAN;	// needs track_wal_io_timing = on
 	long long wal_grants_total = 0;
 };
-
-// whole-machine CPU jiffies: busy and total, from /proc/stat ("cpu" line)
-bool cpu_jiffies(unsigned long long &busy, unsigned long long &total)
-{
-	std::ifstream f("/proc/stat");
-	std::string cpu;
-	unsigned long long v[10] = {0};
-	if (!(f >> cpu) || cpu != "cpu")
-		return false;
-	for (int i = 0; i < 10 && (f >> v[i]); i++)
-		;
-	// user nice system idle iowait irq softirq steal guest guest_nice
-	total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
-	busy = total - v[3] - v[4];
-	return true;
-}
-
-// utime + stime of a process, in the same clock ticks as /proc/stat (0 if gone)
-unsigned long long proc_jiffies(const std::string &pid)
-{
-	std::ifstream f("/proc/" + pid + "/stat");
-	std::string line;
-	if (!std::getline(f, line))
-		return 0;
-	// the command name (field 2) may hold spaces: fields are counted after its ')'
-	auto p = line.rfind(')');
-	if (p == std::string::npos)
-		return 0;
-	std::istringstream in(line.substr(p + 2));
-	std::string field;
-	unsigned long long ut = 0, st = 0;
-	for (int i = 3; i <= 15 && (in >> field); i++)
-	{
-		if (i == 14)
-			ut = std::strtoull(field.c_str(), nullptr, 10);
-		if (i == 15)
-			st = std::strtoull(field.c_str(), nullptr, 10);
-	}
-	return ut + st;
-}
-
-double loadavg1()
-{
-	std::ifstream f("/proc/loadavg");
-	double l;
-	return (f >> l) ? l : NAN;
-}
 
 double percentile(const std::vector<double> &sorted, double p)
 {

@@ -96,7 +96,7 @@ fi
 BUILD_DIR="$BENCH_DIR/build"
 DRIVER="$BUILD_DIR/handoff"
 mkdir -p "$BUILD_DIR"
-if [ ! -x "$DRIVER" ] || [ "$BENCH_DIR/handoff.cpp" -nt "$DRIVER" ]; then
+if [ ! -x "$DRIVER" ] || [ "$BENCH_DIR/handoff.cpp" -nt "$DRIVER" ] || [ "$BENCH_DIR/procstat.hpp" -nt "$DRIVER" ]; then
 	log "building $DRIVER"
 	g++ -O2 -std=c++17 -pthread -Wall -Wextra -I"$PG_INCLUDEDIR" \
 		"$BENCH_DIR/handoff.cpp" -o "$DRIVER" -L"$(pg_config --libdir)" -lpq ||

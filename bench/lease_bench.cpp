@@ -57,6 +57,8 @@
 #include <thread>
 #include <vector>
 
+#include "procstat.hpp"
+
 #include <unistd.h>
 
 namespace {
@@ -116,6 +118,13 @@ const std::vector<System> &all_systems()
 	return systems;
 }
 
+// the systems of the uncontended scenario, in table and chart order
+const std::vector<std::string> &uncontended_systems()
+{
+	static const std::vector<std::string> keys = {"preload", "plain", "advisory", "handmade", "redis", "floor", "floor2"};
+	return keys;
+}
+
 const System &system_by_key(const std::string &key)
 {
 	for (const auto &s : all_systems())
@@ -158,52 +167,6 @@ struct Config
 };
 
 // ---- small helpers --------------------------------------------------------------------
-
-bool cpu_jiffies(unsigned long long &busy, unsigned long long &total)
-{
-	std::ifstream f("/proc/stat");
-	std::string cpu;
-	unsigned long long v[8] = {0};
-	if (!(f >> cpu) || cpu != "cpu")
-		return false;
-	for (auto &x : v)
-		f >> x;
-	// user nice system idle iowait irq softirq steal
-	total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
-	busy = total - v[3] - v[4];
-	return true;
-}
-
-// utime + stime of a process, in /proc/stat's clock ticks (0 if it is gone)
-unsigned long long proc_jiffies(int pid)
-{
-	std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-	std::string line;
-	if (pid <= 0 || !std::getline(f, line))
-		return 0;
-	// the command name (field 2) may hold spaces: count fields after its ')'
-	auto p = line.rfind(')');
-	if (p == std::string::npos)
-		return 0;
-	std::istringstream in(line.substr(p + 2));
-	std::string field;
-	unsigned long long ut = 0, st = 0;
-	for (int i = 3; i <= 15 && (in >> field); i++)
-	{
-		if (i == 14)
-			ut = std::strtoull(field.c_str(), nullptr, 10);
-		if (i == 15)
-			st = std::strtoull(field.c_str(), nullptr, 10);
-	}
-	return ut + st;
-}
-
-double loadavg1()
-{
-	std::ifstream f("/proc/loadavg");
-	double l;
-	return (f >> l) ? l : NAN;
-}
 
 // linear interpolation between closest ranks; the input must be sorted
 double percentile(const std::vector<double> &sorted, double p)
@@ -1561,9 +1524,9 @@ void write_svg(const Config &cfg, const Results &res, const std::string &path)
 		return v;
 	};
 	const double top = 60, pw = W / 3, ph = (H - top) / 2;
-	// (1) uncontended pairs/s by client count
-	{
-		std::vector<std::string> keys = {"preload", "plain", "advisory", "handmade", "redis", "floor", "floor2"};
+	// (1) uncontended pairs/s and (2) acquire p50, by client count
+	auto uncontended_panel = [&](const char *metric, double x, double w, const char *title, const char *unit) {
+		const std::vector<std::string> &keys = uncontended_systems();
 		std::vector<std::string> groups;
 		std::vector<std::vector<Agg>> vals;
 		for (int c : cfg.client_counts)
@@ -1571,28 +1534,13 @@ void write_svg(const Config &cfg, const Results &res, const std::string &path)
 			groups.push_back(std::to_string(c) + (c == 1 ? " client" : " clients"));
 			std::vector<Agg> row;
 			for (const auto &k : keys)
-				row.push_back(res.get("uncontended", std::to_string(c), k, "pairs_per_s"));
+				row.push_back(res.get("uncontended", std::to_string(c), k, metric));
 			vals.push_back(row);
 		}
-		svg_panel(o, 0, top, pw * 1.35, ph, "Uncontended acquire+release pairs/s (100k resources)", "pairs/s",
-				  groups, systems_series(keys), vals);
-	}
-	// (2) uncontended acquire p50 latency
-	{
-		std::vector<std::string> keys = {"preload", "plain", "advisory", "handmade", "redis", "floor", "floor2"};
-		std::vector<std::string> groups;
-		std::vector<std::vector<Agg>> vals;
-		for (int c : cfg.client_counts)
-		{
-			groups.push_back(std::to_string(c) + (c == 1 ? " client" : " clients"));
-			std::vector<Agg> row;
-			for (const auto &k : keys)
-				row.push_back(res.get("uncontended", std::to_string(c), k, "acquire_p50_us"));
-			vals.push_back(row);
-		}
-		svg_panel(o, pw * 1.35, top, pw * 1.0, ph, "Uncontended acquire latency p50", "µs", groups,
-				  systems_series(keys), vals);
-	}
+		svg_panel(o, x, top, w, ph, title, unit, groups, systems_series(keys), vals);
+	};
+	uncontended_panel("pairs_per_s", 0, pw * 1.35, "Uncontended acquire+release pairs/s (100k resources)", "pairs/s");
+	uncontended_panel("acquire_p50_us", pw * 1.35, pw * 1.0, "Uncontended acquire latency p50", "µs");
 	// (3) hot resource
 	{
 		std::vector<std::string> keys = {"preload", "plain", "advisory", "handmade", "redis"};
@@ -1789,14 +1737,16 @@ void write_markdown(const Config &cfg, const Results &res, const std::string &pa
 		for (int c : cfg.client_counts)
 		{
 			const std::string p = std::to_string(c);
-			Agg pre = res.get("uncontended", p, "preload", "pairs_per_s");
+			// (numerator, denominator) system of each column, in the header's order
+			const std::pair<const char *, const char *> columns[] = {
+				{"preload", "handmade"}, {"preload", "floor"}, {"preload", "floor2"}, {"floor2", "floor"},
+				{"preload", "plain"}, {"preload", "advisory"}, {"preload", "redis"}};
 			o << "| " << c << " |";
-			for (const char *k : {"handmade", "floor", "floor2", "floor2/floor", "plain", "advisory", "redis"})
+			for (const auto &[num_key, den_key] : columns)
 			{
-				const bool two = std::strcmp(k, "floor2/floor") == 0;
-				Agg num = two ? res.get("uncontended", p, "floor2", "pairs_per_s") : pre;
-				Agg x = res.get("uncontended", p, two ? "floor" : k, "pairs_per_s");
-				o << " " << ((num.n && x.n) ? fmt_auto(num.med / x.med) : std::string("n/a")) << " |";
+				Agg num = res.get("uncontended", p, num_key, "pairs_per_s");
+				Agg den = res.get("uncontended", p, den_key, "pairs_per_s");
+				o << " " << ((num.n && den.n) ? fmt_auto(num.med / den.med) : std::string("n/a")) << " |";
 			}
 			o << "\n";
 		}
@@ -2147,7 +2097,7 @@ int main(int argc, char **argv)
 	if (wanted(cfg, "uncontended"))
 		for (int c : cfg.client_counts)
 			points.push_back({"uncontended", std::to_string(c),
-							  {"preload", "plain", "advisory", "handmade", "redis", "floor", "floor2"},
+							  uncontended_systems(),
 							  [&cfg, c, bench_place](const System &s) {
 								  return run_pairs(cfg, s, bench_place, c, "u/", cfg.nres);
 							  },
