@@ -593,12 +593,22 @@ lease_row_held_by(const LeaseRow *row, const LeaseCaller *caller, const char *ho
 }
 
 /*
+ * lease_drop_hint -- remove entry i of the grants this backend remembers
+ */
+static void
+lease_drop_hint(int i)
+{
+	memmove(&held_grants[i], &held_grants[i + 1],
+			sizeof(HeldGrant) * (num_held_grants - i - 1));
+	num_held_grants--;
+}
+
+/*
  * lease_remember_grant -- note a grant for the nested-wait check
  */
 static void
-lease_remember_grant(text *resource, const char *holder, int64 token)
+lease_remember_grant(const char *res, const char *holder, int64 token)
 {
-	char	   *res = text_to_cstring(resource);
 	int			slot = -1;
 
 	for (int i = 0; i < num_held_grants; i++)
@@ -614,11 +624,7 @@ lease_remember_grant(text *resource, const char *holder, int64 token)
 	{
 		/* full: forget the oldest hint (it is re-verified anyway) */
 		if (num_held_grants == LEASE_MAX_TRACKED)
-		{
-			memmove(&held_grants[0], &held_grants[1],
-					sizeof(HeldGrant) * (LEASE_MAX_TRACKED - 1));
-			num_held_grants--;
-		}
+			lease_drop_hint(0);
 		slot = num_held_grants++;
 	}
 	strlcpy(held_grants[slot].resource, res, sizeof(held_grants[slot].resource));
@@ -633,18 +639,14 @@ lease_remember_grant(text *resource, const char *holder, int64 token)
  * the grants actually held.
  */
 static void
-lease_forget_grant(text *resource, int64 token)
+lease_forget_grant(const char *res, int64 token)
 {
-	char	   *res = text_to_cstring(resource);
-
 	for (int i = 0; i < num_held_grants; i++)
 	{
 		if (held_grants[i].token == token &&
 			strcmp(held_grants[i].resource, res) == 0)
 		{
-			memmove(&held_grants[i], &held_grants[i + 1],
-					sizeof(HeldGrant) * (num_held_grants - i - 1));
-			num_held_grants--;
+			lease_drop_hint(i);
 			return;
 		}
 	}
@@ -658,10 +660,10 @@ lease_forget_grant(text *resource, int64 token)
  * holder label (the default label names this backend).
  */
 static void
-lease_check_no_hold_and_wait(LeaseCaller *caller, text *resource, const char *holder)
+lease_check_no_hold_and_wait(LeaseCaller *caller, text *resource, const char *res,
+							 const char *holder)
 {
 	LeaseRow	row;
-	char	   *res = text_to_cstring(resource);
 	int			kept = 0;
 	const HeldGrant *other = NULL;
 	bool		holds_this = false;
@@ -849,7 +851,7 @@ lease_acquire_common(FunctionCallInfo fcinfo, text *resource, Interval *ttl,
 	}
 
 	if (wait_usecs > 0)
-		lease_check_no_hold_and_wait(&caller, resource, holder);
+		lease_check_no_hold_and_wait(&caller, resource, res, holder);
 
 	PG_TRY();
 	{
@@ -905,7 +907,7 @@ lease_acquire_common(FunctionCallInfo fcinfo, text *resource, Interval *ttl,
 
 	if (granted)
 	{
-		lease_remember_grant(resource, holder, token);
+		lease_remember_grant(res, holder, token);
 		if (session_bound)
 			lease_note_session_grant(res);
 	}
@@ -1060,9 +1062,11 @@ lease_release(PG_FUNCTION_ARGS)
 	lease_release_done(release_only);
 	if (released)
 	{
-		lease_forget_grant(resource, token);
+		char	   *res = text_to_cstring(resource);
+
+		lease_forget_grant(res, token);
 		lease_count(LEASE_STAT_RELEASES);
-		lease_wake_at_commit(text_to_cstring(resource));
+		lease_wake_at_commit(res);
 	}
 	PG_RETURN_BOOL(released);
 }
