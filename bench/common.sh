@@ -142,6 +142,19 @@ VACUUM ANALYZE handmade_lease;
 EOF
 }
 
+# fill_statements DIR PORT DB: bench_grants, a copy of lease.grants (same
+# definition, fillfactor and rows, in the same order) for pg_lease's statements
+# run as plain SQL; run it after fill_lease, before any run changed lease.grants
+fill_statements() {
+	sql "$1" "$2" "$3" <<'EOF'
+CREATE SEQUENCE bench_grants_seq;
+CREATE TABLE bench_grants (LIKE lease.grants INCLUDING ALL) WITH (fillfactor = 70);
+INSERT INTO bench_grants SELECT * FROM lease.grants ORDER BY ctid;
+SELECT setval('bench_grants_seq', (SELECT max(token) FROM bench_grants)) \g /dev/null
+VACUUM ANALYZE bench_grants;
+EOF
+}
+
 # fill_floor DIR PORT DB: one row per client for the durable floor
 fill_floor() {
 	sql "$1" "$2" "$3" -c "CREATE TABLE bench_floor (id int PRIMARY KEY, n bigint NOT NULL)" \

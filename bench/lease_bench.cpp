@@ -17,6 +17,10 @@
 //             synchronous UPDATE, then a second UPDATE of the row committed
 //             asynchronously -- the least a durable grant plus a release that
 //             is itself a committed write (as pg_lease's is) costs in SQL
+//   stmts     pg_lease's two writes as plain SQL (uncontended only,
+//             informational): the UPDATE lease.acquire runs to take a released
+//             row and the UPDATE lease.release runs, on bench_grants, a copy of
+//             lease.grants with the same rows; no function around them
 //
 // Scenarios:
 //   uncontended  acquire+release pairs on random resources of a large set
@@ -114,6 +118,12 @@ const std::vector<System> &all_systems()
 		 "per pair: the same synchronous `UPDATE`, then the same `UPDATE` with `set_config('synchronous_commit', "
 		 "'off', true)` in a CTE (committed asynchronously, as pg_lease commits a release): the least two committed "
 		 "writes per pair cost; uncontended only, informational"},
+		{"stmts", "pg_lease's statements", Kind::floor, true, "#17becf",
+		 "per pair: the `UPDATE` `lease.acquire` runs to take a released row (new token from a sequence, expiry, "
+		 "holder; synchronous commit), then the `UPDATE` `lease.release` runs (committed asynchronously, through the "
+		 "same CTE as the two-write floor), as plain statements on `bench_grants`, a copy of `lease.grants` with the "
+		 "same 100k rows: pg_lease's two writes without the functions around them (argument checks, role switch, SPI, "
+		 "subtransaction, wait-queue check); uncontended only, informational"},
 	};
 	return systems;
 }
@@ -121,7 +131,7 @@ const std::vector<System> &all_systems()
 // the systems of the uncontended scenario, in table and chart order
 const std::vector<std::string> &uncontended_systems()
 {
-	static const std::vector<std::string> keys = {"preload", "plain", "advisory", "handmade", "redis", "floor", "floor2"};
+	static const std::vector<std::string> keys = {"preload", "plain", "advisory", "handmade", "redis", "floor", "floor2", "stmts"};
 	return keys;
 }
 
@@ -543,6 +553,55 @@ private:
 	std::string row_;
 };
 
+// Not a lease either: the two statements pg_lease runs for an uncontended pair,
+// sent as plain SQL, on a copy of its table.
+class StatementsSession : public PgSession
+{
+public:
+	StatementsSession(const std::string &conninfo, int client) : PgSession(conninfo, client)
+	{
+		prepare("take",
+				"UPDATE bench_grants SET token = nextval('bench_grants_seq'),"
+				"       expires_at = clock_timestamp() + $2::interval, granted_at = clock_timestamp(),"
+				"       renewed_at = clock_timestamp(), owner = 10, released = false,"
+				"       backend_pid = NULL, backend_start = NULL, holder = $3::text"
+				" WHERE resource = $1::text AND released AND expires_at <= clock_timestamp()"
+				" RETURNING token",
+				3);
+		prepare("rel",
+				"WITH async AS (SELECT set_config('synchronous_commit', 'off', true))"
+				" UPDATE bench_grants SET expires_at = clock_timestamp(), released = true FROM async"
+				" WHERE resource = $1::text AND token = $2::int8 AND expires_at > clock_timestamp()"
+				" RETURNING token",
+				2);
+		// as long as pg_lease's per-session default holder label
+		holder_ = "pid " + std::to_string(server_pid()) + " started 2026-12-03 00:00:00.000000+00";
+	}
+	long long try_acquire(long long, const std::string &name) override
+	{
+		const char *vals[3] = {name.c_str(), kTtl, holder_.c_str()};
+		PgResult r(exec("take", 3, vals));
+		if (PQntuples(r.r) != 1)
+			return 0;
+		return std::strtoll(PQgetvalue(r.r, 0, 0), nullptr, 10);
+	}
+	long long acquire_wait(long long id, const std::string &name, std::chrono::milliseconds, TimePoint) override
+	{
+		return try_acquire(id, name);
+	}
+	bool release(long long, const std::string &name, long long token) override
+	{
+		const std::string t = std::to_string(token);
+		const char *vals[2] = {name.c_str(), t.c_str()};
+		PgResult r(exec("rel", 2, vals));
+		return PQntuples(r.r) == 1;
+	}
+	bool renew(const std::string &, long long) override
+	{
+		throw std::runtime_error("pg_lease's statements are measured for uncontended pairs only");
+	}
+};
+
 struct RedisReply
 {
 	redisReply *r = nullptr;
@@ -672,7 +731,10 @@ std::unique_ptr<Session> open_session(const Config &cfg, const System &sys, cons
 		case Kind::lease: return std::make_unique<LeaseSession>(conninfo, client);
 		case Kind::advisory: return std::make_unique<AdvisorySession>(conninfo, client);
 		case Kind::handmade: return std::make_unique<HandmadeSession>(conninfo, client, cfg);
-		case Kind::floor: return std::make_unique<FloorSession>(conninfo, client, sys.key == "floor2");
+		case Kind::floor:
+			if (sys.key == "stmts")
+				return std::make_unique<StatementsSession>(conninfo, client);
+			return std::make_unique<FloorSession>(conninfo, client, sys.key == "floor2");
 		case Kind::redis: return std::make_unique<RedisSession>(cfg, place.redis_db, client);
 	}
 	throw std::logic_error("kind");
@@ -1733,13 +1795,16 @@ void write_markdown(const Config &cfg, const Results &res, const std::string &pa
 			}
 		o << "\nRatios of medians (pairs/s):\n\n| clients | preloaded / handmade | preloaded / floor | "
 			 "preloaded / two-write floor | two-write floor / floor | "
-			 "preloaded / not preloaded | preloaded / advisory | preloaded / Redis |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+			 "preloaded / pg_lease's statements | pg_lease's statements / two-write floor | "
+			 "preloaded / not preloaded | preloaded / advisory | preloaded / Redis |\n"
+			 "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 		for (int c : cfg.client_counts)
 		{
 			const std::string p = std::to_string(c);
 			// (numerator, denominator) system of each column, in the header's order
 			const std::pair<const char *, const char *> columns[] = {
 				{"preload", "handmade"}, {"preload", "floor"}, {"preload", "floor2"}, {"floor2", "floor"},
+				{"preload", "stmts"}, {"stmts", "floor2"},
 				{"preload", "plain"}, {"preload", "advisory"}, {"preload", "redis"}};
 			o << "| " << c << " |";
 			for (const auto &[num_key, den_key] : columns)
@@ -1951,7 +2016,7 @@ void usage()
 		"usage: lease_bench --pg-preload CONNINFO --pg-plain CONNINFO --redis HOST:PORT\n"
 		"                   [--reps N] [--duration S] [--hot-duration S] [--warmup S] [--clients 1,8,32]\n"
 		"                   [--resources N] [--scale SMALL,LARGE] [--scenarios uncontended,hot,scale,renew]\n"
-		"                   [--systems preload,plain,advisory,handmade,redis,floor,floor2]\n"
+		"                   [--systems preload,plain,advisory,handmade,redis,floor,floor2,stmts]\n"
 		"                   [--max-foreign PCT] [--max-redos N]\n"
 		"                   [--mode NAME] [--command TEXT] [--meta KEY=VALUE]... [--note TEXT]...\n"
 		"                   --out-md FILE --out-json FILE --out-svg FILE\n"

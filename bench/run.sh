@@ -153,6 +153,7 @@ fill_lease "$DIR_PLAIN" "$PORT_PLAIN" scale_1m s/ "$SCALE_LARGE" & jobs_pids+=($
 fill_handmade "$DIR_PRE" "$PORT_PRE" scale_1m s/ "$SCALE_LARGE" & jobs_pids+=($!)
 (
 	fill_lease "$DIR_PRE" "$PORT_PRE" bench u/ "$NRES"
+	fill_statements "$DIR_PRE" "$PORT_PRE" bench
 	fill_handmade "$DIR_PRE" "$PORT_PRE" bench u/ "$NRES"
 	fill_floor "$DIR_PRE" "$PORT_PRE" bench
 	fill_lease "$DIR_PLAIN" "$PORT_PLAIN" bench u/ "$NRES"
