@@ -695,7 +695,7 @@ TargetInfo describe(const Target &t)
 		c.scalar("SELECT lease.is_current('handoff/describe', 1)");	// loads the library: its GUCs show
 	i.settings = c.scalar(
 		"SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name) FROM pg_settings "
-		"WHERE name IN ('shared_preload_libraries', 'pg_lease.poll_interval', 'fsync', "
+		"WHERE name IN ('shared_preload_libraries', 'lease.poll_interval', 'fsync', "
 		"'synchronous_commit', 'wal_sync_method', 'commit_delay', 'track_wal_io_timing')");
 	return i;
 }

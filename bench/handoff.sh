@@ -2,7 +2,7 @@
 # bench/handoff.sh -- hand-off of one hot resource between 8 competing clients:
 #   preloaded      pg_lease with shared_preload_libraries = 'pg_lease'
 #                  (shared-memory FIFO wait queue; the release's commit wakes the next waiter)
-#   not-preloaded  pg_lease without preload (waiters poll every pg_lease.poll_interval, default 50ms)
+#   not-preloaded  pg_lease without preload (waiters poll every lease.poll_interval, default 50ms)
 #   advisory       pg_advisory_lock / pg_advisory_unlock on one key (in-memory lock queue: the ceiling)
 #
 # Builds the driver bench/handoff.cpp (C++17, libpq) into bench/build/, starts two
@@ -180,7 +180,7 @@ if [ "$DIAG" = 0 ]; then
 		--target "preloaded:lease:$(conninfo "$DIR_PRE" "$PORT_PRE")" \
 		--describe "preloaded:pg_lease, shared_preload_libraries = 'pg_lease' (FIFO wait queue, woken at the release's commit)" \
 		--target "not-preloaded:lease:$(conninfo "$DIR_PLAIN" "$PORT_PLAIN")" \
-		--describe "not-preloaded:pg_lease without preload (waiters poll every pg_lease.poll_interval)" \
+		--describe "not-preloaded:pg_lease without preload (waiters poll every lease.poll_interval)" \
 		--target "advisory:advisory:$(conninfo "$DIR_PLAIN" "$PORT_PLAIN")" \
 		--describe "advisory:pg_advisory_lock(hashtext('hot')) / pg_advisory_unlock, on the plain cluster" \
 		--note "self re-grant: the releasing client's next acquire was granted again before anyone else's (not a hand-off)" \

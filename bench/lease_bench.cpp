@@ -102,7 +102,7 @@ const std::vector<System> &all_systems()
 		{"preload", "pg_lease preloaded", Kind::lease, true, "#1f77b4",
 		 "`lease.acquire(r, '30 s')` / `lease.release(r, token)`; waiting: `wait => '2 s'` (FIFO queue in shared memory)"},
 		{"plain", "pg_lease not preloaded", Kind::lease, false, "#9ecae1",
-		 "the same calls on a cluster without `shared_preload_libraries` (waiters poll every `pg_lease.poll_interval` = 50 ms)"},
+		 "the same calls on a cluster without `shared_preload_libraries` (waiters poll every `lease.poll_interval` = 50 ms)"},
 		{"advisory", "advisory lock", Kind::advisory, true, "#2ca02c",
 		 "`pg_advisory_lock(key)` / `pg_advisory_unlock(key)`: in memory, no TTL, no token — the in-memory ceiling"},
 		{"handmade", "handmade table", Kind::handmade, true, "#ff7f0e",

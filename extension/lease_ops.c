@@ -359,9 +359,9 @@ lease_ttl_arg(FunctionCallInfo fcinfo, int argno)
 	if (usecs > (int64) lease_max_ttl_seconds * USECS_PER_SEC)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ttl exceeds pg_lease.max_ttl"),
-				 errdetail("pg_lease.max_ttl is %d seconds.", lease_max_ttl_seconds),
-				 errhint("Renew a shorter lease instead, or raise pg_lease.max_ttl.")));
+				 errmsg("ttl exceeds lease.max_ttl"),
+				 errdetail("lease.max_ttl is %d seconds.", lease_max_ttl_seconds),
+				 errhint("Renew a shorter lease instead, or raise lease.max_ttl.")));
 
 	ttl = palloc0(sizeof(Interval));
 	ttl->time = usecs;

@@ -8,7 +8,7 @@
  * only decides who may try and when to wake up.  A lost or early wake-up can
  * therefore only delay a grant, never break safety, and every sleep is also
  * bounded by a timer (the grant's expiry instant, the waiter's deadline and
- * pg_lease.poll_interval) as a backstop.
+ * lease.poll_interval) as a backstop.
  *
  * When pg_lease is preloaded, shared memory holds one WaitSlot per backend
  * (MaxBackends of them: a backend waits for one resource at a time, so the
@@ -27,7 +27,7 @@
  * - expiry needs no waker: the head sleeps until the grant's expires_at.
  *
  * Without preload there is no queue: every waiter re-tries at the expiry
- * instant and at least every pg_lease.poll_interval.
+ * instant and at least every lease.poll_interval.
  *
  * Locking notes: WaitQueue.lock (a named LWLock tranche) protects every slot
  * field and next_ticket.  It is held only for scans of the slot array and

@@ -64,7 +64,7 @@ static void lease_xact_callback(XactEvent event, void *arg);
 void
 _PG_init(void)
 {
-	DefineCustomIntVariable("pg_lease.max_ttl",
+	DefineCustomIntVariable("lease.max_ttl",
 							"Longest TTL a lease may be granted or renewed for.",
 							NULL,
 							&lease_max_ttl_seconds,
@@ -75,7 +75,7 @@ _PG_init(void)
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
-	DefineCustomIntVariable("pg_lease.poll_interval",
+	DefineCustomIntVariable("lease.poll_interval",
 							"Longest sleep between two tries of a waiting acquire.",
 							"Waiters also wake at the expiry instant of the grant they wait for.",
 							&lease_poll_interval_ms,
@@ -86,7 +86,7 @@ _PG_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
-	MarkGUCPrefixReserved("pg_lease");
+	MarkGUCPrefixReserved("lease");
 
 	RegisterXactCallback(lease_xact_callback, NULL);
 

@@ -80,3 +80,9 @@ SELECT lease.acquire('', '10 s');
 SELECT lease.acquire('bad/new', '2 days');
 SELECT lease.acquire('bad/new', '1 mon');
 SELECT lease.acquire(NULL, '10 s');
+
+-- the settings are named as the SQL schema is (lease.*), and the prefix is
+-- reserved: a misspelt setting is an error, not a silently ignored placeholder
+SHOW lease.max_ttl;
+SHOW lease.poll_interval;
+SET lease.max_tll = '1h';

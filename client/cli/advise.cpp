@@ -32,7 +32,7 @@
 // TTL rule: TTL = 3 x section, so a holder can miss two renewals (renewed at
 // TTL/3) before it loses the lock. Lease, Ephemeral and Redlock TTLs are at
 // least 1s, so one slow round trip does not lose the lock; PostgreSQL TTLs are
-// at most pg_lease.max_ttl's default (1 day, beyond which lease.acquire fails
+// at most lease.max_ttl's default (1 day, beyond which lease.acquire fails
 // with 22023), and renewal covers a longer section. Advisory has no minimum
 // and no renewal: the transaction bounds it, enforced with statement_timeout
 // and idle_in_transaction_session_timeout set to the TTL.
@@ -54,7 +54,7 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds short_section_limit{std::chrono::seconds{1}};
 constexpr milliseconds min_lease_ttl{std::chrono::seconds{1}};
-// Default of pg_lease.max_ttl (lease_max_ttl_seconds in extension/pg_lease.c).
+// Default of lease.max_ttl (lease_max_ttl_seconds in extension/pg_lease.c).
 constexpr milliseconds pg_max_ttl{std::chrono::hours{24}};
 constexpr int ttl_sections = 3;
 constexpr int renewals_per_ttl = 3;
@@ -166,7 +166,7 @@ lease_ttl(milliseconds section, bool postgres, std::vector<std::string> &why)
 	}
 	if (postgres && sections > pg_max_ttl) {
 		why.push_back("TTL " + format_duration(pg_max_ttl) + ": " + rule + " = " + format_duration(sections) +
-		              ", capped at pg_lease.max_ttl (default 1d); renewal covers the longer section");
+		              ", capped at lease.max_ttl (default 1d); renewal covers the longer section");
 		return pg_max_ttl;
 	}
 	why.push_back("TTL " + format_duration(sections) + " = " + rule + ": a holder may miss two renewals");

@@ -440,7 +440,7 @@ TEST(AdviseTtl, postgres_ttl_is_capped_at_max_ttl_but_others_are_not)
 {
 	const AdviseResult postgres = decide(job(10h, {"postgres"}));
 	EXPECT_EQ(summary(postgres), "PostgreSQL/Lease/24h/fencing");
-	EXPECT_TRUE(Contains(explanation(postgres), "pg_lease.max_ttl"));
+	EXPECT_TRUE(Contains(explanation(postgres), "lease.max_ttl"));
 	EXPECT_EQ(summary(decide(job(8h, {"postgres"}))), "PostgreSQL/Lease/24h/fencing") << "exactly max_ttl";
 	EXPECT_EQ(summary(decide(job(10h, {"redis"}))), "Redis/Lease/30h/none");
 }

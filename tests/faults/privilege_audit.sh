@@ -9,7 +9,7 @@
 # - writes, reads, locks, copies and DDL on lease.grants, lease.token_seq,
 #   the view, the functions, the schema and the extension, by both roles;
 # - privilege games: GRANT/REVOKE by a non-owner, SET ROLE, superuser-only
-#   settings (pg_lease.max_ttl among them), signals to the victim's backend;
+#   settings (lease.max_ttl among them), signals to the victim's backend;
 # - the API across roles: renew/release/fence of the other role's lease is
 #   42501, break and gc are not PUBLIC's, a holder label is no password;
 # - search_path and pg_temp shadowing (privilege_audit.sql): with a lying
@@ -309,7 +309,7 @@ for R in "$M" "$V"; do
 	fails "${R}_break" 42501 "SELECT lease.break('victim/a')"
 	fails "${R}_gc" 42501 "SELECT lease.gc('0')"
 	fails "${R}_gc_default" 42501 "SELECT lease.gc()"
-	fails "${R}_set_max_ttl" 42501 "SET pg_lease.max_ttl = '100 days'"
+	fails "${R}_set_max_ttl" 42501 "SET lease.max_ttl = '100 days'"
 	flush "$R"
 done
 
@@ -356,11 +356,11 @@ fails "${M}_set_role_victim" 42501 "SET ROLE $V"
 fails "${M}_set_session_authorization" 42501 "SET SESSION AUTHORIZATION $V"
 fails "${M}_become_superuser" 42501 "ALTER ROLE $M SUPERUSER"
 fails "${M}_reassign_owned_by_superuser" 42501 "REASSIGN OWNED BY postgres TO $M"
-fails "${M}_set_config_max_ttl" 42501 "SELECT set_config('pg_lease.max_ttl', '8640000', false)"
-fails "${M}_alter_role_max_ttl" 42501 "ALTER ROLE $M SET pg_lease.max_ttl = '100 days'"
-fails "${M}_alter_database_max_ttl" 42501 "ALTER DATABASE $DB SET pg_lease.max_ttl = '100 days'"
-attempt "${M}_alter_system_max_ttl" "$M" 42501 "ALTER SYSTEM SET pg_lease.max_ttl = '100 days'"
-fails "${M}_function_set_max_ttl" 42501 "CREATE FUNCTION mallory_tricks.long_lease() RETURNS bigint LANGUAGE sql SET pg_lease.max_ttl = '100 days' AS 'SELECT 1::bigint'"
+fails "${M}_set_config_max_ttl" 42501 "SELECT set_config('lease.max_ttl', '8640000', false)"
+fails "${M}_alter_role_max_ttl" 42501 "ALTER ROLE $M SET lease.max_ttl = '100 days'"
+fails "${M}_alter_database_max_ttl" 42501 "ALTER DATABASE $DB SET lease.max_ttl = '100 days'"
+attempt "${M}_alter_system_max_ttl" "$M" 42501 "ALTER SYSTEM SET lease.max_ttl = '100 days'"
+fails "${M}_function_set_max_ttl" 42501 "CREATE FUNCTION mallory_tricks.long_lease() RETURNS bigint LANGUAGE sql SET lease.max_ttl = '100 days' AS 'SELECT 1::bigint'"
 fails "${M}_ttl_over_max_still_refused" 22023 "SELECT lease.acquire('mallory/long', '2 days')"
 fails "${M}_session_replication_role" 42501 "SET session_replication_role = replica"
 fails "${M}_create_event_trigger" 42501 \

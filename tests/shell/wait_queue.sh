@@ -2,7 +2,7 @@
 # Waiting: woken (preloaded) or polled (not preloaded), first come first
 # served, and a waiter that gives up or dies never blocks the next.
 #
-# Preloaded, waiters run with pg_lease.poll_interval = 1s: a grant within
+# Preloaded, waiters run with lease.poll_interval = 1s: a grant within
 # 300 ms of the release can only come from a wake-up, not from polling.
 # Not preloaded, they poll every 200 ms and must be granted within 600 ms.
 source "$(dirname "$0")/lib.sh"
@@ -10,7 +10,7 @@ fresh_db shell_wait
 
 mode="$(cat "$PGLEASE_CLUSTER/mode")"
 if [ "$mode" = preload ]; then POLL=1s; BOUND_MS=300; else POLL=200ms; BOUND_MS=600; fi
-SETPOLL="SET pg_lease.poll_interval = '$POLL'"
+SETPOLL="SET lease.poll_interval = '$POLL'"
 EPOCH="extract(epoch from clock_timestamp())"
 
 # acquire_sql RESOURCE HOLDER WAIT -- prints "token epoch-of-return"
@@ -32,7 +32,7 @@ expect "wake_on_release" "granted $lat ms after release (bound $BOUND_MS), outpu
 # --- wake on expiry: at the expiry instant, in both modes --------------------
 q -c "SELECT lease.acquire('wq/expiry', '1 s', holder => 'h')" >/dev/null
 expires="$(q -c "SELECT extract(epoch from expires_at) FROM lease.grants WHERE resource = 'wq/expiry'")"
-start_session w_expiry "SET pg_lease.poll_interval = '1s'" "$(acquire_sql wq/expiry w 10s)"
+start_session w_expiry "SET lease.poll_interval = '1s'" "$(acquire_sql wq/expiry w 10s)"
 wait_session w_expiry 5 || true
 lat="$(ms_between "$expires" "$(granted_at w_expiry)")"
 expect "wake_on_expiry" "granted $lat ms after expiry, output: $(session_out w_expiry)" \

@@ -90,7 +90,7 @@ DECLARE
 	me oid := (SELECT oid FROM pg_roles WHERE rolname = current_user);
 	me_name text := current_user;
 	is_admin bool := has_function_privilege('lease.break(text)', 'EXECUTE');
-	max_ttl_us numeric := (SELECT setting::numeric * 1000000 FROM pg_settings WHERE name = 'pg_lease.max_ttl');
+	max_ttl_us numeric := (SELECT setting::numeric * 1000000 FROM pg_settings WHERE name = 'lease.max_ttl');
 	iso text;
 	default_holder text;
 	max_seen bigint;
