@@ -8,8 +8,8 @@
 # Starts one throwaway preloaded cluster (scripts/cluster.sh, port
 # PGLEASE_BENCH_PROFILE_PORT, default 54373), fills the tables as bench/run.sh
 # does (100k released resources; no checkpoint during the runs), then for
-# pg_lease preloaded, the handmade table lease, the durable floor and the
-# two-write floor:
+# pg_lease preloaded, pg_lease's statements as plain SQL (bench_grants), the
+# handmade table lease, the durable floor and the two-write floor:
 #   - 1 client: bench/build/lease_bench (uncontended pairs) with perf attached
 #     to its backend (cpu-clock, call graphs): the inclusive share of the
 #     functions of extension/lease_ops.c and of the executor, commit and WAL
@@ -73,6 +73,7 @@ PGLEASE_TEST_PORT="$PORT" "$CLUSTER" start "$DIR" preload
 sql "$DIR" "$PORT" postgres -c "ALTER SYSTEM SET checkpoint_timeout = '1d'" \
 	-c "ALTER SYSTEM SET max_wal_size = '32GB'" -c "SELECT pg_reload_conf()" -c "CREATE DATABASE bench" >/dev/null
 fill_lease "$DIR" "$PORT" bench u/ "$NRES"
+fill_statements "$DIR" "$PORT" bench
 fill_handmade "$DIR" "$PORT" bench u/ "$NRES"
 fill_floor "$DIR" "$PORT" bench
 sync
@@ -85,8 +86,9 @@ snapshot() {
 	                      wal_sync, wal_write FROM pg_stat_wal"
 }
 
-declare -A LABEL=([preload]="pg_lease preloaded" [handmade]="handmade table" [floor]="durable floor" [floor2]="two-write floor")
-SYSTEMS=(preload handmade floor floor2)
+declare -A LABEL=([preload]="pg_lease preloaded" [stmts]="pg_lease's statements" [handmade]="handmade table"
+	[floor]="durable floor" [floor2]="two-write floor")
+SYSTEMS=(preload stmts handmade floor floor2)
 # inclusive samples of these functions, in this order (a function inside another one is
 # counted in both: read the table as a tree, see the indentation)
 PERF_FUNCS=(
