@@ -138,21 +138,32 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		" RETURNING token",
 		6, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
 	},
+	/*
+	 * Take over exactly the grant seen, if it is over: expired, or its
+	 * session gone.  Both are judged again on the version the UPDATE locks,
+	 * so a re-acquire that moved the grant to a live session meanwhile wins.
+	 */
 	[Q_TAKE_OVER] = {
 		LEASE_NEW_GRANT
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $7"
-		"   AND (expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() OR $8)"
+		"   AND NOT (" LEASE_CURRENT ")"
 		" RETURNING token",
-		8, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, BOOLOID}
+		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID}
 	},
+	/*
+	 * The same holder asking again states the grant's terms again: the new
+	 * expiry, and the session binding of this request ($4, $5: NULL unless
+	 * session_bound), so a retry from a new connection binds it there.
+	 */
 	[Q_EXTEND_SAME_HOLDER] = {
 		"UPDATE lease.grants"
 		"   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
-		"       renewed_at = pg_catalog.clock_timestamp()"
+		"       renewed_at = pg_catalog.clock_timestamp(),"
+		"       backend_pid = $4, backend_start = $5"
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
 		"   AND " LEASE_CURRENT
 		" RETURNING token",
-		3, {TEXTOID, INT8OID, INTERVALOID}
+		5, {TEXTOID, INT8OID, INTERVALOID, INT4OID, TIMESTAMPTZOID}
 	},
 	[Q_RENEW] = {
 		"UPDATE lease.grants"
@@ -779,13 +790,21 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 
 	if (row.unexpired && !row.session_gone)
 	{
-		/* The same holder (and role) asking again: same token, new expiry. */
+		/*
+		 * The same holder (and role) asking again: same token, new expiry,
+		 * and bound to this session if (and only if) this request says so.
+		 */
 		if (lease_row_held_by(&row, caller, holder))
 		{
 			values[0] = PointerGetDatum(resource);
 			values[1] = Int64GetDatum(row.token);
 			values[2] = IntervalPGetDatum(ttl);
-			if (lease_exec_change(Q_EXTEND_SAME_HOLDER, values, NULL, NULL) == 0)
+			values[3] = Int32GetDatum(MyProcPid);
+			values[4] = TimestampTzGetDatum(MyStartTimestamp);
+			memset(nulls, ' ', 5);
+			if (!session_bound)
+				nulls[3] = nulls[4] = 'n';
+			if (lease_exec_change(Q_EXTEND_SAME_HOLDER, values, nulls, NULL) == 0)
 				return LEASE_TRY_AGAIN;
 			*token = row.token;
 			return LEASE_TRY_GRANTED;
@@ -799,9 +818,8 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 	 * took it since, the token or expiry re-check fails and we read again.
 	 * If a fencing transaction holds the row, this waits for it to end.
 	 */
-	lease_grant_params(values, nulls, 8, resource, ttl, caller, holder, session_bound);
+	lease_grant_params(values, nulls, 7, resource, ttl, caller, holder, session_bound);
 	values[6] = Int64GetDatum(row.token);
-	values[7] = BoolGetDatum(row.session_gone);
 
 	if (lease_exec_change(Q_TAKE_OVER, values, nulls, token) == 0)
 		return LEASE_TRY_AGAIN;

@@ -58,3 +58,22 @@ SELECT lease.acquire('sess/a', '1 min', session_bound => true) AS s3 \gset
 SELECT lease.is_current('sess/a', :s3) AS own_session_grant_current;
 SELECT lease.renew('sess/a', :s3, '2 min') AS own_session_grant_renewed;
 SELECT lease.release('sess/a', :s3) AS own_session_grant_released;
+
+-- a re-acquire by the same holder states the grant's terms again: a retry
+-- with session_bound => true from a new connection keeps the token and binds
+-- the grant to the new connection, so the old connection's exit does not end it
+SELECT dblink_connect('old', :'connstr');
+SELECT token AS r1, pid AS old_pid FROM dblink('old',
+	$$SELECT lease.acquire('sess/r', '1 min', holder => 'svc-r', session_bound => true), pg_backend_pid()$$)
+	AS t(token bigint, pid int) \gset
+SELECT lease.acquire('sess/r', '1 min', holder => 'svc-r', session_bound => true) = :r1 AS retry_keeps_token;
+SELECT dblink_disconnect('old');
+SELECT pg_temp.wait_backend_gone(:old_pid) AS old_backend_gone;
+SELECT lease.is_current('sess/r', :r1) AS current_after_old_connection_exits;
+SELECT lease.try_acquire('sess/r', '1 min') IS NULL AS others_still_refused;
+-- without session_bound the re-acquire unbinds it; with it, binds it again
+SELECT lease.acquire('sess/r', '1 min', holder => 'svc-r') = :r1 AS unbind_keeps_token;
+SELECT session_bound AS bound_after_unbind FROM lease.leases WHERE resource = 'sess/r';
+SELECT lease.acquire('sess/r', '1 min', holder => 'svc-r', session_bound => true) = :r1 AS bind_keeps_token;
+SELECT session_bound AS bound_after_bind FROM lease.leases WHERE resource = 'sess/r';
+SELECT lease.release('sess/r', :r1) AS released_r;
