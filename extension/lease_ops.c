@@ -908,8 +908,14 @@ lease_acquire_common(FunctionCallInfo fcinfo, text *resource, Interval *ttl,
 			}
 			if (!queued && lease_queue_enabled())
 			{
+				/*
+				 * Queued now, so a release that commits from here on wakes
+				 * us.  One committed between our try and the join did not
+				 * see us: try once more before sleeping.
+				 */
 				lease_queue_join(res);
 				queued = true;
+				continue;
 			}
 			lease_wait_until(Min(deadline, busy_until));
 		}
