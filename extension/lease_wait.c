@@ -19,7 +19,9 @@
  * nobody is queued for it.  Wake-ups set the head's latch:
  *
  * - a release or break wakes the head when its transaction commits (woken
- *   earlier, the head could still see the old row version);
+ *   earlier, the head could still see the old row version); a waiter tries
+ *   once more right after joining, since a release that committed between
+ *   its last try and its join found nobody to wake;
  * - a head that leaves (granted, timed out, cancelled, or its backend exits)
  *   wakes the next one;
  * - a backend that held session-bound grants marks itself exited in its slot
