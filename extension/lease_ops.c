@@ -718,6 +718,18 @@ lease_check_no_hold_and_wait(LeaseCaller *caller, text *resource, const char *re
 }
 
 /*
+ * lease_session_params -- parameters $at+1, $at+2 (backend_pid, backend_start):
+ * this backend when the grant is session-bound, else NULL
+ */
+static void
+lease_session_params(Datum *values, char *nulls, int at, bool session_bound)
+{
+	values[at] = Int32GetDatum(MyProcPid);
+	values[at + 1] = TimestampTzGetDatum(MyStartTimestamp);
+	nulls[at] = nulls[at + 1] = session_bound ? ' ' : 'n';
+}
+
+/*
  * lease_grant_params -- $1..$6 of the statements that make a grant
  *
  * Q_TAKE_RELEASED, Q_INSERT and Q_TAKE_OVER all start with (resource, ttl,
@@ -733,11 +745,8 @@ lease_grant_params(Datum *values, char *nulls, int nparams, text *resource,
 	values[1] = IntervalPGetDatum(ttl);
 	values[2] = ObjectIdGetDatum(caller->role);
 	values[3] = CStringGetTextDatum(holder);
-	values[4] = Int32GetDatum(MyProcPid);
-	values[5] = TimestampTzGetDatum(MyStartTimestamp);
 	memset(nulls, ' ', nparams);
-	if (!session_bound)
-		nulls[4] = nulls[5] = 'n';
+	lease_session_params(values, nulls, 4, session_bound);
 }
 
 /*
@@ -799,11 +808,8 @@ lease_try_grant(LeaseCaller *caller, text *resource, Interval *ttl,
 			values[0] = PointerGetDatum(resource);
 			values[1] = Int64GetDatum(row.token);
 			values[2] = IntervalPGetDatum(ttl);
-			values[3] = Int32GetDatum(MyProcPid);
-			values[4] = TimestampTzGetDatum(MyStartTimestamp);
-			memset(nulls, ' ', 5);
-			if (!session_bound)
-				nulls[3] = nulls[4] = 'n';
+			memset(nulls, ' ', 3);
+			lease_session_params(values, nulls, 3, session_bound);
 			if (lease_exec_change(Q_EXTEND_SAME_HOLDER, values, nulls, NULL) == 0)
 				return LEASE_TRY_AGAIN;
 			*token = row.token;
