@@ -84,7 +84,7 @@ Clock::duration seconds_to_duration(double s)
 
 // ---- systems and configuration ------------------------------------------------------
 
-enum class Kind { lease, advisory, handmade, floor, redis };
+enum class Kind { lease, advisory, handmade, floor, statements, redis };
 
 struct System
 {
@@ -118,7 +118,7 @@ const std::vector<System> &all_systems()
 		 "per pair: the same synchronous `UPDATE`, then the same `UPDATE` with `set_config('synchronous_commit', "
 		 "'off', true)` in a CTE (committed asynchronously, as pg_lease commits a release): the least two committed "
 		 "writes per pair cost; uncontended only, informational"},
-		{"stmts", "pg_lease's statements", Kind::floor, true, "#17becf",
+		{"stmts", "pg_lease's statements", Kind::statements, true, "#17becf",
 		 "per pair: the `UPDATE` `lease.acquire` runs to take a released row (new token from a sequence, expiry, "
 		 "holder; synchronous commit), then the `UPDATE` `lease.release` runs (committed asynchronously, through the "
 		 "same CTE as the two-write floor), as plain statements on `bench_grants`, a copy of `lease.grants` with the "
@@ -316,6 +316,14 @@ protected:
 		if (PQresultStatus(r.r) != PGRES_COMMAND_OK)
 			throw std::runtime_error(std::string("prepare ") + name + ": " + PQresultErrorMessage(r.r));
 	}
+	// the token a grant statement returned, or 0 for no row or NULL (not granted)
+	static long long token_of(PGresult *res)
+	{
+		PgResult r(res);
+		if (PQntuples(r.r) != 1 || PQgetisnull(r.r, 0, 0))
+			return 0;
+		return std::strtoll(PQgetvalue(r.r, 0, 0), nullptr, 10);
+	}
 	// run a prepared statement; an error of the server is an error of the benchmark
 	PGresult *exec(const char *name, int n, const char *const *vals)
 	{
@@ -370,15 +378,6 @@ public:
 		const char *vals[3] = {name.c_str(), t.c_str(), "1 h"};
 		PgResult r(exec("renew", 3, vals));
 		return std::strcmp(PQgetvalue(r.r, 0, 0), "t") == 0;
-	}
-
-private:
-	static long long token_of(PGresult *res)
-	{
-		PgResult r(res);
-		if (PQntuples(r.r) != 1 || PQgetisnull(r.r, 0, 0))
-			return 0;
-		return std::strtoll(PQgetvalue(r.r, 0, 0), nullptr, 10);
 	}
 };
 
@@ -473,10 +472,7 @@ public:
 	long long try_acquire(long long, const std::string &name) override
 	{
 		const char *vals[3] = {name.c_str(), holder_.c_str(), kTtl};
-		PgResult r(exec("acq", 3, vals));
-		if (PQntuples(r.r) != 1)
-			return 0;
-		return std::strtoll(PQgetvalue(r.r, 0, 0), nullptr, 10);
+		return token_of(exec("acq", 3, vals));
 	}
 	long long acquire_wait(long long id, const std::string &name, std::chrono::milliseconds wait,
 						   TimePoint give_up) override
@@ -580,10 +576,7 @@ public:
 	long long try_acquire(long long, const std::string &name) override
 	{
 		const char *vals[3] = {name.c_str(), kTtl, holder_.c_str()};
-		PgResult r(exec("take", 3, vals));
-		if (PQntuples(r.r) != 1)
-			return 0;
-		return std::strtoll(PQgetvalue(r.r, 0, 0), nullptr, 10);
+		return token_of(exec("take", 3, vals));
 	}
 	long long acquire_wait(long long id, const std::string &name, std::chrono::milliseconds, TimePoint) override
 	{
@@ -731,10 +724,8 @@ std::unique_ptr<Session> open_session(const Config &cfg, const System &sys, cons
 		case Kind::lease: return std::make_unique<LeaseSession>(conninfo, client);
 		case Kind::advisory: return std::make_unique<AdvisorySession>(conninfo, client);
 		case Kind::handmade: return std::make_unique<HandmadeSession>(conninfo, client, cfg);
-		case Kind::floor:
-			if (sys.key == "stmts")
-				return std::make_unique<StatementsSession>(conninfo, client);
-			return std::make_unique<FloorSession>(conninfo, client, sys.key == "floor2");
+		case Kind::floor: return std::make_unique<FloorSession>(conninfo, client, sys.key == "floor2");
+		case Kind::statements: return std::make_unique<StatementsSession>(conninfo, client);
 		case Kind::redis: return std::make_unique<RedisSession>(cfg, place.redis_db, client);
 	}
 	throw std::logic_error("kind");
