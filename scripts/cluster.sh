@@ -47,6 +47,7 @@ start)
 			echo "port = $PORT"
 			echo "unix_socket_directories = '$dir/sock'"
 			echo "max_connections = 100"
+			echo "max_prepared_transactions = 10"
 			echo "fsync = on"
 			echo "log_min_messages = warning"
 			echo "logging_collector = off"

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# wait bounds every acquire: a grant or fence that another transaction has
+# not finished (open, or prepared with PREPARE TRANSACTION) makes an acquire
+# return NULL within its wait (at least 10 ms on a locked row: the grace),
+# instead of blocking until that transaction ends.  Ordering is kept: an
+# expired grant is never taken over while a fencing transaction is open.
+source "$(dirname "$0")/lib.sh"
+fresh_db shell_wait_bound
+
+SLACK_MS=400	# psql start, connection and the statement itself
+
+# bounded NAME SQL WAIT_MS -- the acquire returns NULL within WAIT_MS + slack
+bounded() {
+	local name="$1" sql="$2" wait_ms="$3" start got took
+	start="$(now_ms)"
+	got="$(q -c "$sql" 2>&1)" || true
+	took=$(($(now_ms) - start))
+	expect "$name" "returned '$got' after $took ms (bound: $wait_ms ms + $SLACK_MS ms)" \
+		'[ -z "$got" ] && [ "$took" -lt $((wait_ms + SLACK_MS)) ]'
+}
+
+# wait_in_sleep NAME -- until session NAME sleeps inside its open transaction
+wait_in_sleep() {
+	for i in $(seq 1 500); do
+		[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$1'
+		             AND backend_xid IS NOT NULL AND query LIKE '%pg_sleep%'")" = 1 ] && return 0
+		sleep 0.01
+	done
+	echo "# session $1 never reached its sleep"
+}
+
+# end_session NAME -- terminate its backend (if it still runs) and wait for it
+end_session() {
+	q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '$1'" >/dev/null
+	wait_session "$1" 5 || true
+}
+
+# --- an uncommitted grant of a new resource (an INSERT in flight) -------------
+start_session g_new "BEGIN" "SELECT lease.acquire('wb/new', '30 s', holder => 'open')" "SELECT pg_sleep(20)"
+wait_in_sleep g_new
+bounded "try_acquire_bounded_by_uncommitted_new_grant" \
+	"SELECT lease.try_acquire('wb/new', '30 s', holder => 'other')" 0
+bounded "acquire_wait_500ms_bounded_by_uncommitted_new_grant" \
+	"SELECT lease.acquire('wb/new', '30 s', wait => '500 ms', holder => 'other')" 500
+end_session g_new
+check "free_again_after_uncommitted_grant_ends" \
+	"SELECT lease.try_acquire('wb/new', '30 s', holder => 'other') IS NOT NULL"
+
+# --- an uncommitted grant of a released resource (an UPDATE in flight) --------
+q -c "SELECT lease.release('wb/released', lease.acquire('wb/released', '30 s'))" >/dev/null
+start_session g_rel "BEGIN" "SELECT lease.acquire('wb/released', '30 s', holder => 'open')" "SELECT pg_sleep(20)"
+wait_in_sleep g_rel
+bounded "try_acquire_bounded_by_uncommitted_regrant" \
+	"SELECT lease.try_acquire('wb/released', '30 s', holder => 'other')" 0
+bounded "acquire_wait_500ms_bounded_by_uncommitted_regrant" \
+	"SELECT lease.acquire('wb/released', '30 s', wait => '500 ms', holder => 'other')" 500
+end_session g_rel
+
+# --- a prepared transaction holding a grant outlives its backend ---------------
+q -c "SELECT lease.release('wb/prepared', lease.acquire('wb/prepared', '30 s'))" >/dev/null
+q -c "BEGIN" -c "SELECT lease.acquire('wb/prepared', '30 s', holder => 'prepared')" \
+	-c "PREPARE TRANSACTION 'wb_prepared'" >/dev/null
+bounded "try_acquire_bounded_by_prepared_grant" \
+	"SELECT lease.try_acquire('wb/prepared', '30 s', holder => 'other')" 0
+bounded "acquire_wait_500ms_bounded_by_prepared_grant" \
+	"SELECT lease.acquire('wb/prepared', '30 s', wait => '500 ms', holder => 'other')" 500
+check "prepared_grant_not_listed" "SELECT count(*) = 0 FROM lease.leases WHERE resource = 'wb/prepared'"
+q -c "ROLLBACK PREPARED 'wb_prepared'" >/dev/null
+check "free_after_rollback_prepared" \
+	"SELECT lease.try_acquire('wb/prepared', '30 s', holder => 'other') IS NOT NULL"
+
+# --- an expired grant inside an open fencing transaction -------------------------
+t="$(q -c "SELECT lease.acquire('wb/fenced', '500 ms', holder => 'fencer')")"
+start_session f_open "BEGIN" "SELECT lease.fence('wb/fenced', $t)" "SELECT pg_sleep(20)"
+wait_in_sleep f_open
+sleep 0.6	# the grant expires while the fencing transaction is open
+bounded "acquire_wait_500ms_bounded_by_fenced_expired_grant" \
+	"SELECT lease.acquire('wb/fenced', '30 s', wait => '500 ms', holder => 'other')" 500
+check "fenced_grant_not_taken_over_while_fence_open" \
+	"SELECT token = $t FROM lease.grants WHERE resource = 'wb/fenced'"
+end_session f_open
+check "expired_grant_taken_over_after_fence_ends" \
+	"SELECT lease.acquire('wb/fenced', '30 s', wait => '1 s', holder => 'other') > $t"
+finish
