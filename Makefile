@@ -4,7 +4,10 @@ EXTENSION   = pg_lease
 EXTVERSION  = 0.1.0
 
 MODULE_big  = pg_lease
-OBJS        = extension/pg_lease.o extension/lease_ops.o extension/lease_wait.o
+OBJS        = extension/lease_load.o extension/lease_stats.o extension/lease_wait.o \
+              extension/lease_args.o extension/lease_spi.o extension/lease_xact.o \
+              extension/lease_session.o extension/lease_acquire.o \
+              extension/lease_grant_ops.o extension/lease_funcs.o
 DATA        = extension/$(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = extension/$(EXTENSION)--$(EXTVERSION).sql
 

@@ -12,11 +12,11 @@
 # handmade table lease, the durable floor and the two-write floor:
 #   - 1 client: bench/build/lease_bench (uncontended pairs) with perf attached
 #     to its backend (cpu-clock, call graphs): the inclusive share of the
-#     functions of extension/lease_ops.c and of the executor, commit and WAL
+#     functions of extension/lease_*.c and of the executor, commit and WAL
 #     flush steps, turned into µs of backend CPU per pair
 #   - WAL per pair by record type (pg_waldump --stats=record), commits and WAL
 #     flushes per pair (pg_stat_wal, pg_stat_database), 1 and 8 clients
-# and EXPLAIN (ANALYZE, BUFFERS) of the statements lease_ops.c runs for an
+# and EXPLAIN (ANALYZE, BUFFERS) of the statements lease_spi.c runs for an
 # acquire and a release, by hand.  Writes bench/results/profile.md.
 set -euo pipefail
 
@@ -93,15 +93,15 @@ SYSTEMS=(preload stmts handmade floor floor2)
 # counted in both: read the table as a tree, see the indentation)
 PERF_FUNCS=(
 	"PostgresMain|backend total (sampled on CPU)"
-	"lease_acquire_common|  lease.acquire (lease_acquire_common)"
+	"lease_acquire_grant|  lease.acquire (lease_acquire_grant)"
 	"lease_read_row|    Q_READ_ROW: SELECT of the row (lease_read_row; only when the one-statement take of a released row fails)"
 	"lease_exec_change|    conditional UPDATE in a subtransaction (lease_exec_change, acquire + release)"
 	"BeginInternalSubTransaction|      BeginInternalSubTransaction"
 	"ReleaseCurrentSubTransaction|      ReleaseCurrentSubTransaction"
 	"lease_begin|    lease_begin (catalog lookups, SPI_connect)"
-	"lease_remember_grant|    lease_remember_grant"
+	"acquire_remember_grant|    acquire_remember_grant"
 	"lease_queue_may_take|    lease_queue_may_take (wait-queue check, preloaded)"
-	"lease_wake_pending|  lease_wake_pending (wake-up at the release's commit, preloaded)"
+	"xact_wake_pending|  xact_wake_pending (wake-up at the release's commit, preloaded)"
 	"lease_release|  lease.release (lease_release)"
 	"fmgr_security_definer|  fmgr_security_definer (SET clauses on functions: none any more, kept to show it)"
 	"ProcessGUCArray|    ProcessGUCArray (applying SET clauses)"
@@ -188,7 +188,7 @@ $top
 	done
 done
 
-# ---- EXPLAIN of the statements lease_ops.c runs (copied from its lease_queries[]) -------------------
+# ---- EXPLAIN of the statements lease_spi.c runs (copied from its lease_queries[]) -------------------
 log "EXPLAIN (ANALYZE, BUFFERS) of the acquire and release statements"
 EXPLAIN="$(ctl <<EOF 2>&1 || echo "(a statement above failed)"
 BEGIN;
@@ -285,7 +285,7 @@ mkdir -p "$BENCH_DIR/results"
 	echo
 	echo "## WAL records per pair"
 	echo "$WAL_DETAIL"
-	echo "## EXPLAIN (ANALYZE, BUFFERS) of the statements of extension/lease_ops.c, by hand"
+	echo "## EXPLAIN (ANALYZE, BUFFERS) of the statements of extension/lease_spi.c, by hand"
 	echo
 	echo '```'
 	echo "$EXPLAIN"

@@ -4,7 +4,11 @@
  *		How a waiting lease.acquire() sleeps, and who tries next: the shared
  *		first-come-first-served wait queue.
  *
- * The grant decision is always made in the table by lease_ops.c; the queue
+ * This file owns the queue in shared memory, the sleep of a waiter, and the
+ * GUC lease.poll_interval that bounds it; who is to be woken, and when, is
+ * decided by its callers (lease_xact.c at commit, lease_session.c at exit).
+ *
+ * The grant decision is always made in the table by lease_acquire.c; the queue
  * only decides who may try and when to wake up.  A lost or early wake-up can
  * therefore only delay a grant, never break safety, and every sleep is also
  * bounded by a timer (the grant's expiry instant, the waiter's deadline and
@@ -25,7 +29,7 @@
  * - a head that leaves (granted, timed out, cancelled, or its backend exits)
  *   wakes the next one;
  * - a backend that held session-bound grants marks itself exited in its slot
- *   and wakes their heads as it exits;
+ *   and wakes their heads as it exits (lease_session.c asks for it);
  * - expiry needs no waker: the head sleeps until the grant's expires_at.
  *
  * Without preload there is no queue: every waiter re-tries at the expiry
@@ -53,6 +57,9 @@
 
 #include "pg_lease.h"
 
+/* GUC lease.poll_interval (registered in lease_load.c) */
+int			lease_poll_interval_ms = 50;
+
 typedef struct WaitSlot
 {
 	bool		in_use;			/* waiting for `resource` */
@@ -78,19 +85,7 @@ static WaitQueue *wait_queue = NULL;
 static WaitSlot *my_slot = NULL;
 static bool exit_hook_registered = false;
 
-/* Resources released or broken in the current transaction: wake at commit. */
-#define LEASE_MAX_PENDING_WAKES 16
-static char *pending_wakes[LEASE_MAX_PENDING_WAKES];
-static int	num_pending_wakes = 0;
-static bool pending_wake_all = false;
-
-/* Resources this backend holds session-bound grants of: wake at exit. */
-#define LEASE_MAX_SESSION_GRANTS 16
-static char *session_grants[LEASE_MAX_SESSION_GRANTS];
-static int	num_session_grants = 0;
-static bool session_grants_overflow = false;
-
-static void lease_queue_exit_hook(int code, Datum arg);
+static void queue_exit_hook(int code, Datum arg);
 
 /*
  * lease_queue_shmem_size -- shared memory for the queue
@@ -120,6 +115,15 @@ lease_queue_shmem_init(void)
 		wait_queue->nslots = MaxBackends;
 		memset(wait_queue->slots, 0, mul_size(MaxBackends, sizeof(WaitSlot)));
 	}
+}
+
+/*
+ * lease_queue_exists -- is the library preloaded, with its queue?
+ */
+bool
+lease_queue_exists(void)
+{
+	return wait_queue != NULL;
 }
 
 /*
@@ -155,12 +159,12 @@ queue_head(const char *resource)
 }
 
 /*
- * wake_head -- set the latch of a resource's queue head, if any
+ * queue_wake_head -- set the latch of a resource's queue head, if any
  *
  * Caller holds the lock.
  */
 static void
-wake_head(const char *resource)
+queue_wake_head(const char *resource)
 {
 	WaitSlot   *head = queue_head(resource);
 
@@ -202,7 +206,7 @@ lease_queue_join(const char *resource)
 
 	if (!exit_hook_registered)
 	{
-		before_shmem_exit(lease_queue_exit_hook, (Datum) 0);
+		before_shmem_exit(queue_exit_hook, (Datum) 0);
 		exit_hook_registered = true;
 	}
 
@@ -238,7 +242,7 @@ lease_queue_leave(void)
 	my_slot->in_use = false;
 	my_slot = NULL;
 	if (was_head)
-		wake_head(resource);
+		queue_wake_head(resource);
 	LWLockRelease(wait_queue->lock);
 }
 
@@ -295,30 +299,30 @@ lease_wait_until(TimestampTz wake_at)
 }
 
 /*
- * note_resource -- add a resource to a small bounded set
+ * lease_wake_set_add -- add a resource to a wake set
  *
- * When the set is full, *overflow is set instead: the caller then wakes every
+ * When the set is full, set->all is set instead: the caller then wakes every
  * queued backend, which costs some spurious wake-ups and loses nothing.
  */
-static void
-note_resource(char **set, int *n, int max, bool *overflow, const char *resource)
+void
+lease_wake_set_add(LeaseWakeSet *set, const char *resource)
 {
-	for (int i = 0; i < *n; i++)
-		if (strcmp(set[i], resource) == 0)
+	for (int i = 0; i < set->n; i++)
+		if (strcmp(set->resources[i], resource) == 0)
 			return;
-	if (*n == max)
-		*overflow = true;
+	if (set->n == LEASE_MAX_WAKE_SET)
+		set->all = true;
 	else
-		set[(*n)++] = MemoryContextStrdup(TopMemoryContext, resource);
+		set->resources[set->n++] = MemoryContextStrdup(TopMemoryContext, resource);
 }
 
 /*
- * wake_everyone -- set the latch of every queued backend
+ * queue_wake_everyone -- set the latch of every queued backend
  *
  * Caller holds the lock.
  */
 static void
-wake_everyone(void)
+queue_wake_everyone(void)
 {
 	for (int i = 0; i < wait_queue->nslots; i++)
 		if (wait_queue->slots[i].in_use)
@@ -326,70 +330,62 @@ wake_everyone(void)
 }
 
 /*
- * lease_wake_at_commit -- wake the resource's head when this xact commits
+ * queue_wake_set -- wake the heads of a wake set's resources
+ *
+ * Caller holds the lock.
+ */
+static void
+queue_wake_set(const LeaseWakeSet *set)
+{
+	if (set->all)
+		queue_wake_everyone();	/* each re-checks whether it is a head */
+	else
+	{
+		for (int i = 0; i < set->n; i++)
+			queue_wake_head(set->resources[i]);
+	}
+}
+
+/*
+ * lease_queue_wake -- wake the heads of the resources in a set, now
  */
 void
-lease_wake_at_commit(const char *resource)
+lease_queue_wake(const LeaseWakeSet *set)
 {
 	if (wait_queue == NULL)
 		return;
-	note_resource(pending_wakes, &num_pending_wakes, LEASE_MAX_PENDING_WAKES,
-				  &pending_wake_all, resource);
+
+	LWLockAcquire(wait_queue->lock, LW_SHARED);
+	queue_wake_set(set);
+	LWLockRelease(wait_queue->lock);
 }
 
 /*
- * lease_wake_pending -- at commit: wake the heads noted; at abort: forget them
- */
-void
-lease_wake_pending(bool committed)
-{
-	if (committed && wait_queue != NULL && (num_pending_wakes > 0 || pending_wake_all))
-	{
-		LWLockAcquire(wait_queue->lock, LW_SHARED);
-		if (pending_wake_all)
-			wake_everyone();	/* each re-checks whether it is a head */
-		else
-		{
-			for (int i = 0; i < num_pending_wakes; i++)
-				wake_head(pending_wakes[i]);
-		}
-		LWLockRelease(wait_queue->lock);
-	}
-
-	for (int i = 0; i < num_pending_wakes; i++)
-		pfree(pending_wakes[i]);
-	num_pending_wakes = 0;
-	pending_wake_all = false;
-}
-
-/*
- * lease_note_session_grant -- this backend holds a session-bound grant
+ * lease_queue_announce_exit -- this backend exits: mark it so, wake the set
  *
- * Its waiters are woken when this backend exits.  Noted at acquire time even
- * if the transaction later rolls back: a spurious wake-up is harmless.
+ * The mark lets lease.session_alive() answer false at once, so the waiters
+ * woken here need not wait for this backend's status entry to disappear.
  */
 void
-lease_note_session_grant(const char *resource)
+lease_queue_announce_exit(const LeaseWakeSet *set)
 {
-	if (wait_queue == NULL || !lease_queue_enabled())
-		return;
-	if (!exit_hook_registered)
-	{
-		before_shmem_exit(lease_queue_exit_hook, (Datum) 0);
-		exit_hook_registered = true;
-	}
-	note_resource(session_grants, &num_session_grants, LEASE_MAX_SESSION_GRANTS,
-				  &session_grants_overflow, resource);
+	Assert(lease_queue_enabled());
+
+	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	wait_queue->slots[MyBackendId - 1].exited_pid = MyProcPid;
+	wait_queue->slots[MyBackendId - 1].exited_start = MyStartTimestamp;
+	queue_wake_set(set);
+	LWLockRelease(wait_queue->lock);
 }
 
 /*
- * lease_session_exited -- did that backend announce its exit?
+ * lease_queue_session_exited -- did that backend announce its exit?
  *
  * A backend holding session-bound grants marks itself exited before it wakes
  * their waiters, so they need not wait for its status entry to disappear.
  */
 bool
-lease_session_exited(int pid, TimestampTz started)
+lease_queue_session_exited(int pid, TimestampTz started)
 {
 	bool		exited = false;
 
@@ -405,29 +401,13 @@ lease_session_exited(int pid, TimestampTz started)
 }
 
 /*
- * lease_queue_exit_hook -- backend exit: leave the queue, free session grants
+ * queue_exit_hook -- backend exit: leave the queue
  *
- * Runs before the backend aborts its open transaction, so a waiter woken
- * here may find the row still locked by it; it then waits on that lock,
- * which the abort releases.
+ * A backend killed while waiting never reaches the PG_CATCH of its acquire;
+ * without this its slot would stay the head and block the next waiter.
  */
 static void
-lease_queue_exit_hook(int code, Datum arg)
+queue_exit_hook(int code, Datum arg)
 {
 	lease_queue_leave();
-
-	if (num_session_grants == 0 && !session_grants_overflow)
-		return;
-
-	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
-	wait_queue->slots[MyBackendId - 1].exited_pid = MyProcPid;
-	wait_queue->slots[MyBackendId - 1].exited_start = MyStartTimestamp;
-	if (session_grants_overflow)
-		wake_everyone();
-	else
-	{
-		for (int i = 0; i < num_session_grants; i++)
-			wake_head(session_grants[i]);
-	}
-	LWLockRelease(wait_queue->lock);
 }

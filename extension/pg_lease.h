@@ -2,11 +2,20 @@
  *
  * pg_lease.h
  *		Shared declarations of the pg_lease extension: limits, SQLSTATEs,
- *		counters and the interfaces between its modules.
+ *		the request every SQL function builds, and what each module exports.
  *
- * pg_lease.c owns module load, GUCs, shared memory and the counters;
- * lease_ops.c owns the SQL-callable functions and every query on the lease
- * table; lease_wait.c owns how a backend sleeps until a resource may be free.
+ * The modules, lowest first (a module calls only those above it here):
+ *
+ *	lease_wait.c		the shared-memory FIFO wait queue and the sleep
+ *	lease_stats.c		the shared counters and lease.stats()
+ *	lease_args.c		SQL arguments, checked, into a LeaseRequest
+ *	lease_spi.c			the statements on lease.grants and how they run
+ *	lease_xact.c		commit-time work: async release-only commit, wake-ups
+ *	lease_session.c		session liveness and session-bound grants at exit
+ *	lease_acquire.c		the acquire algorithm and the no-hold-and-wait check
+ *	lease_grant_ops.c	renew, release, fence, is_current, break, gc
+ *	lease_funcs.c		the SQL-callable entry points, thin
+ *	lease_load.c		module load: GUCs, shared memory hooks, callbacks
  *
  *-------------------------------------------------------------------------
  */
@@ -15,7 +24,9 @@
 
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "datatype/timestamp.h"
+#include "fmgr.h"
 
 /* Limits of the SQL API (documented in README.md, checked by sql/bad_input.sql). */
 #define LEASE_MAX_RESOURCE_BYTES	256
@@ -24,6 +35,54 @@
 /* SQLSTATEs of the SQL API (README.md "SQLSTATEs"; client/src maps them). */
 #define ERRCODE_LEASE_NOT_HELD		MAKE_SQLSTATE('L','S','0','0','1')
 #define ERRCODE_LEASE_NESTED_WAIT	MAKE_SQLSTATE('L','S','0','0','2')
+
+/*
+ * One call of a lease function, its arguments checked (lease_args.c).  A
+ * field the function has no argument for stays zero.
+ */
+typedef struct LeaseRequest
+{
+	text	   *resource;		/* as passed, for the statements */
+	char	   *res;			/* the same as a C string, for queue and messages */
+	Interval   *ttl;			/* fixed length: no day or month part */
+	int64		wait_usecs;		/* 0: do not wait */
+	const char *holder;			/* the label, or this backend's default */
+	bool		session_bound;
+	int64		token;
+} LeaseRequest;
+
+/* ---- lease_wait.c: the wait queue ---- */
+
+extern int	lease_poll_interval_ms;	/* GUC lease.poll_interval */
+
+/*
+ * A small set of resources whose queue heads are to be woken.  When one more
+ * does not fit, `all` is set instead: then every queued backend is woken,
+ * which costs some spurious wake-ups and loses nothing.
+ */
+#define LEASE_MAX_WAKE_SET 16
+typedef struct LeaseWakeSet
+{
+	char	   *resources[LEASE_MAX_WAKE_SET];	/* in TopMemoryContext */
+	int			n;
+	bool		all;
+} LeaseWakeSet;
+
+extern Size lease_queue_shmem_size(void);
+extern void lease_queue_shmem_init(void);
+extern bool lease_queue_exists(void);
+extern bool lease_queue_enabled(void);
+extern bool lease_queue_may_take(const char *resource);
+extern void lease_queue_join(const char *resource);
+extern void lease_queue_leave(void);
+extern int	lease_waiter_count(const char *resource);
+extern void lease_wait_until(TimestampTz wake_at);
+extern void lease_wake_set_add(LeaseWakeSet *set, const char *resource);
+extern void lease_queue_wake(const LeaseWakeSet *set);
+extern void lease_queue_announce_exit(const LeaseWakeSet *set);
+extern bool lease_queue_session_exited(int pid, TimestampTz started);
+
+/* ---- lease_stats.c: shared counters ---- */
 
 /* Counters reported by lease.stats(), in its column order. */
 typedef enum LeaseCounter
@@ -39,28 +98,93 @@ typedef enum LeaseCounter
 	LEASE_NUM_COUNTERS
 } LeaseCounter;
 
-/* GUCs (pg_lease.c) */
-extern int	lease_max_ttl_seconds;
-extern int	lease_poll_interval_ms;
-
-/* pg_lease.c */
-extern bool lease_shmem_ready(void);
+extern Size lease_stats_shmem_size(void);
+extern void lease_stats_shmem_init(void);
 extern void lease_count(LeaseCounter counter);
-extern bool lease_release_starts(void);
-extern void lease_release_done(bool release_only);
 
-/* lease_wait.c */
-extern Size lease_queue_shmem_size(void);
-extern void lease_queue_shmem_init(void);
-extern bool lease_queue_enabled(void);
-extern bool lease_queue_may_take(const char *resource);
-extern void lease_queue_join(const char *resource);
-extern void lease_queue_leave(void);
-extern int	lease_waiter_count(const char *resource);
-extern void lease_wait_until(TimestampTz wake_at);
-extern void lease_wake_at_commit(const char *resource);
-extern void lease_wake_pending(bool committed);
-extern void lease_note_session_grant(const char *resource);
-extern bool lease_session_exited(int pid, TimestampTz started);
+/* ---- lease_args.c: SQL arguments ---- */
+
+extern int	lease_max_ttl_seconds;	/* GUC lease.max_ttl */
+
+extern void lease_args_acquire(FunctionCallInfo fcinfo, LeaseRequest *req);
+extern void lease_args_try_acquire(FunctionCallInfo fcinfo, LeaseRequest *req);
+extern void lease_args_grant(FunctionCallInfo fcinfo, LeaseRequest *req,
+							 bool with_ttl);
+extern void lease_args_resource(FunctionCallInfo fcinfo, LeaseRequest *req);
+extern int64 lease_args_retain(FunctionCallInfo fcinfo);
+
+/* ---- lease_spi.c: statements on lease.grants ---- */
+
+typedef enum LeaseQuery
+{
+	Q_TAKE_RELEASED,
+	Q_READ_ROW,
+	Q_INSERT,
+	Q_TAKE_OVER,
+	Q_EXTEND_SAME_HOLDER,
+	Q_RENEW,
+	Q_OWNER_OF,
+	Q_RELEASE,
+	Q_FENCE,
+	Q_IS_CURRENT,
+	Q_BREAK,
+	Q_GC,
+	LEASE_NUM_QUERIES
+} LeaseQuery;
+
+/* Who called, and the user context to restore. */
+typedef struct LeaseCaller
+{
+	Oid			role;
+	bool		is_superuser;
+	Oid			saved_userid;
+	int			saved_sec_context;
+} LeaseCaller;
+
+/* What one read of a resource's row found. */
+typedef struct LeaseRow
+{
+	bool		found;
+	int64		token;
+	char	   *holder;
+	Oid			owner;
+	TimestampTz expires_at;
+	bool		released;
+	bool		unexpired;
+	bool		session_gone;
+} LeaseRow;
+
+extern void lease_begin(LeaseCaller *caller);
+extern void lease_end(LeaseCaller *caller);
+extern uint64 lease_exec(LeaseQuery q, Datum *values, const char *nulls);
+extern uint64 lease_exec_change(LeaseQuery q, Datum *values, const char *nulls,
+								int64 *result);
+extern int64 lease_result_int64(int col);
+extern void lease_read_row(text *resource, LeaseRow *row);
+
+/* ---- lease_xact.c: commit-time work ---- */
+
+extern void lease_xact_callback(XactEvent event, void *arg);
+extern bool lease_xact_release_starts(void);
+extern void lease_xact_release_done(bool release_only);
+extern void lease_xact_wake_at_commit(const char *resource);
+
+/* ---- lease_session.c: session liveness ---- */
+
+extern void lease_session_note_grant(const char *resource);
+
+/* ---- lease_acquire.c: acquire ---- */
+
+extern bool lease_acquire_grant(const LeaseRequest *req, int64 *token);
+extern void lease_acquire_forget_grant(const char *res, int64 token);
+
+/* ---- lease_grant_ops.c: what is done to a grant ---- */
+
+extern bool lease_grant_renew(const LeaseRequest *req);
+extern bool lease_grant_release(const LeaseRequest *req);
+extern void lease_grant_fence(const LeaseRequest *req);
+extern bool lease_grant_is_current(const LeaseRequest *req);
+extern bool lease_grant_break(const LeaseRequest *req, int64 *token);
+extern int64 lease_grant_gc(int64 retain_usecs);
 
 #endif							/* PG_LEASE_H */

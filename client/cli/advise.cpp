@@ -54,7 +54,7 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds short_section_limit{std::chrono::seconds{1}};
 constexpr milliseconds min_lease_ttl{std::chrono::seconds{1}};
-// Default of lease.max_ttl (lease_max_ttl_seconds in extension/pg_lease.c).
+// Default of lease.max_ttl (lease_max_ttl_seconds in extension/lease_args.c).
 constexpr milliseconds pg_max_ttl{std::chrono::hours{24}};
 constexpr int ttl_sections = 3;
 constexpr int renewals_per_ttl = 3;

@@ -1,0 +1,441 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease_acquire.c
+ *		The acquire algorithm: one try at the table, the wait loop with the
+ *		queue, and the no-hold-and-wait check with the grant hints it uses.
+ *
+ * This file owns how lease.acquire() and lease.try_acquire() get a grant.
+ * A try reads or changes the resource's row with the statements of
+ * lease_spi.c; the decision is always the table's.  A waiter loops: try,
+ * join the resource's queue (lease_wait.c), sleep until a wake-up, the
+ * grant's expiry, the deadline or one poll interval, try again.  Only the
+ * queue head tries; a newcomer may take a free resource only when nobody is
+ * queued for it.
+ *
+ * It also keeps the grants this backend made, as hints for the check that a
+ * holder never waits while holding another lease (which makes lease waits
+ * deadlock-free).  Each hint is verified in the table before it counts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/int.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+#include "pg_lease.h"
+
+typedef enum LeaseTry
+{
+	LEASE_TRY_GRANTED,
+	LEASE_TRY_BUSY,				/* someone else holds it: wait or give up */
+	LEASE_TRY_AGAIN				/* the row changed under us: read it again */
+} LeaseTry;
+
+/*
+ * Grants this backend made, for the nested-wait check (no hold-and-wait).
+ * Entries are hints: each is verified in the table before it counts.
+ */
+typedef struct HeldGrant
+{
+	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];
+	char		holder[LEASE_MAX_HOLDER_BYTES + 1];
+	int64		token;
+} HeldGrant;
+
+#define LEASE_MAX_TRACKED 64
+static HeldGrant held_grants[LEASE_MAX_TRACKED];
+static int	num_held_grants = 0;
+
+/*
+ * acquire_row_held_by -- is the row a current grant of this holder and role?
+ *
+ * Such a holder asking again is an idempotent re-acquire, never a wait.
+ */
+static bool
+acquire_row_held_by(const LeaseRow *row, const LeaseCaller *caller, const char *holder)
+{
+	return row->found && row->unexpired && !row->session_gone &&
+		row->owner == caller->role && strcmp(row->holder, holder) == 0;
+}
+
+/*
+ * acquire_drop_hint -- remove entry i of the grants this backend remembers
+ */
+static void
+acquire_drop_hint(int i)
+{
+	memmove(&held_grants[i], &held_grants[i + 1],
+			sizeof(HeldGrant) * (num_held_grants - i - 1));
+	num_held_grants--;
+}
+
+/*
+ * acquire_remember_grant -- note a grant for the nested-wait check
+ */
+static void
+acquire_remember_grant(const char *res, const char *holder, int64 token)
+{
+	int			slot = -1;
+
+	for (int i = 0; i < num_held_grants; i++)
+	{
+		if (strcmp(held_grants[i].resource, res) == 0 &&
+			strcmp(held_grants[i].holder, holder) == 0)
+		{
+			slot = i;
+			break;
+		}
+	}
+	if (slot < 0)
+	{
+		/* full: forget the oldest hint (it is re-verified anyway) */
+		if (num_held_grants == LEASE_MAX_TRACKED)
+			acquire_drop_hint(0);
+		slot = num_held_grants++;
+	}
+	strlcpy(held_grants[slot].resource, res, sizeof(held_grants[slot].resource));
+	strlcpy(held_grants[slot].holder, holder, sizeof(held_grants[slot].holder));
+	held_grants[slot].token = token;
+}
+
+/*
+ * lease_acquire_forget_grant -- drop the hint of a grant this backend released
+ *
+ * Keeps the list (and the table checks of the nested-wait check) as short as
+ * the grants actually held.
+ */
+void
+lease_acquire_forget_grant(const char *res, int64 token)
+{
+	for (int i = 0; i < num_held_grants; i++)
+	{
+		if (held_grants[i].token == token &&
+			strcmp(held_grants[i].resource, res) == 0)
+		{
+			acquire_drop_hint(i);
+			return;
+		}
+	}
+}
+
+/*
+ * acquire_check_no_hold_and_wait -- refuse to wait while holding another lease
+ *
+ * A holder that waits while holding could deadlock with one that does the
+ * reverse; refusing the wait makes lease waits deadlock-free.  "Holder" is the
+ * holder label (the default label names this backend).
+ */
+static void
+acquire_check_no_hold_and_wait(const LeaseCaller *caller, const LeaseRequest *req)
+{
+	LeaseRow	row;
+	int			kept = 0;
+	const HeldGrant *other = NULL;
+	bool		holds_this = false;
+
+	for (int i = 0; i < num_held_grants; i++)
+	{
+		HeldGrant  *g = &held_grants[i];
+		Datum		values[2];
+
+		values[0] = CStringGetTextDatum(g->resource);
+		values[1] = Int64GetDatum(g->token);
+		if (lease_exec(Q_IS_CURRENT, values, NULL) == 0)
+			continue;			/* released, expired or rolled back: forget it */
+
+		held_grants[kept++] = *g;
+		if (strcmp(g->holder, req->holder) != 0)
+			continue;
+		if (strcmp(g->resource, req->res) == 0)
+			holds_this = true;
+		else if (other == NULL)
+			other = &held_grants[kept - 1];
+	}
+	num_held_grants = kept;
+
+	/*
+	 * Asking again for a resource it holds is a re-acquire: it never waits.
+	 * The grant may come from another connection of the same holder, so ask
+	 * the table before refusing.
+	 */
+	if (other == NULL || holds_this)
+		return;
+	lease_read_row(req->resource, &row);
+	if (!acquire_row_held_by(&row, caller, req->holder))
+		ereport(ERROR,
+				(errcode(ERRCODE_LEASE_NESTED_WAIT),
+				 errmsg("cannot wait for lease \"%s\" while holding lease \"%s\"",
+						req->res, other->resource),
+				 errdetail("Holder \"%s\" holds \"%s\"; waiting while holding could deadlock.",
+						   req->holder, other->resource),
+				 errhint("Release \"%s\" first, or call with wait => '0'.", other->resource)));
+}
+
+/*
+ * acquire_session_params -- parameters $at+1, $at+2 (backend_pid, backend_start):
+ * this backend when the grant is session-bound, else NULL
+ */
+static void
+acquire_session_params(Datum *values, char *nulls, int at, bool session_bound)
+{
+	values[at] = Int32GetDatum(MyProcPid);
+	values[at + 1] = TimestampTzGetDatum(MyStartTimestamp);
+	nulls[at] = nulls[at + 1] = session_bound ? ' ' : 'n';
+}
+
+/*
+ * acquire_grant_params -- $1..$6 of the statements that make a grant
+ *
+ * Q_TAKE_RELEASED, Q_INSERT and Q_TAKE_OVER all start with (resource, ttl,
+ * owner, holder, backend_pid, backend_start); the backend is recorded only
+ * for a session-bound grant.
+ */
+static void
+acquire_grant_params(Datum *values, char *nulls, int nparams,
+					 const LeaseRequest *req, const LeaseCaller *caller)
+{
+	values[0] = PointerGetDatum(req->resource);
+	values[1] = IntervalPGetDatum(req->ttl);
+	values[2] = ObjectIdGetDatum(caller->role);
+	values[3] = CStringGetTextDatum(req->holder);
+	memset(nulls, ' ', nparams);
+	acquire_session_params(values, nulls, 4, req->session_bound);
+}
+
+/*
+ * acquire_try_grant -- one try to grant the resource
+ *
+ * On LEASE_TRY_BUSY, *busy_until is when the current grant expires.  With
+ * may_take false (others are queued first) a free resource counts as busy;
+ * only the holder's own re-acquire goes through.
+ */
+static LeaseTry
+acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_take,
+				  int64 *token, TimestampTz *busy_until)
+{
+	LeaseRow	row;
+	Datum		values[8];
+	char		nulls[8];
+
+	/*
+	 * The common case first: a released grant, taken in one statement.  When
+	 * it changes nothing, the row is missing, held, expired unreleased, or
+	 * taken by someone else meanwhile: read it and decide.
+	 */
+	if (may_take)
+	{
+		acquire_grant_params(values, nulls, 6, req, caller);
+		if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token) > 0)
+		{
+			lease_count(LEASE_STAT_GRANTS);
+			return LEASE_TRY_GRANTED;
+		}
+	}
+
+	lease_read_row(req->resource, &row);
+
+	if (!may_take && !acquire_row_held_by(&row, caller, req->holder))
+		return LEASE_TRY_BUSY;
+
+	if (!row.found)
+	{
+		acquire_grant_params(values, nulls, 6, req, caller);
+
+		/* DO NOTHING does not lock a conflicting row: a lost race just re-reads */
+		if (lease_exec(Q_INSERT, values, nulls) == 0)
+			return LEASE_TRY_AGAIN;
+		*token = lease_result_int64(1);
+		lease_count(LEASE_STAT_GRANTS);
+		return LEASE_TRY_GRANTED;
+	}
+
+	if (row.unexpired && !row.session_gone)
+	{
+		/*
+		 * The same holder (and role) asking again: same token, new expiry,
+		 * and bound to this session if (and only if) this request says so.
+		 */
+		if (acquire_row_held_by(&row, caller, req->holder))
+		{
+			values[0] = PointerGetDatum(req->resource);
+			values[1] = Int64GetDatum(row.token);
+			values[2] = IntervalPGetDatum(req->ttl);
+			memset(nulls, ' ', 3);
+			acquire_session_params(values, nulls, 3, req->session_bound);
+			if (lease_exec_change(Q_EXTEND_SAME_HOLDER, values, nulls, NULL) == 0)
+				return LEASE_TRY_AGAIN;
+			*token = row.token;
+			return LEASE_TRY_GRANTED;
+		}
+		*busy_until = row.expires_at;
+		return LEASE_TRY_BUSY;
+	}
+
+	/*
+	 * The grant seen is over.  Take exactly that grant: if anyone renewed or
+	 * took it since, the token or expiry re-check fails and we read again.
+	 * If a fencing transaction holds the row, this waits for it to end.
+	 */
+	acquire_grant_params(values, nulls, 7, req, caller);
+	values[6] = Int64GetDatum(row.token);
+
+	if (lease_exec_change(Q_TAKE_OVER, values, nulls, token) == 0)
+		return LEASE_TRY_AGAIN;
+	lease_count(LEASE_STAT_GRANTS);
+	if (!row.released)
+		lease_count(LEASE_STAT_TAKEOVERS);
+	return LEASE_TRY_GRANTED;
+}
+
+/*
+ * acquire_try_until -- try until granted or the deadline passes; queue and sleep
+ *
+ * Returns whether the resource was granted, with its token in *token.  The
+ * caller leaves the queue afterwards, on error too.
+ */
+static bool
+acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
+			 TimestampTz deadline, int64 *token)
+{
+	bool		queued = false;
+	bool		contended = false;
+
+	for (;;)
+	{
+		TimestampTz busy_until = DT_NOEND;
+		bool		may_take = lease_queue_may_take(req->res);
+		LeaseTry	result;
+
+		CHECK_FOR_INTERRUPTS();
+
+		/* a queued waiter that is not the head has nothing to try */
+		if (queued && !may_take)
+			result = LEASE_TRY_BUSY;
+		else
+			result = acquire_try_grant(caller, req, may_take, token, &busy_until);
+		if (result == LEASE_TRY_GRANTED)
+			return true;
+		if (result == LEASE_TRY_AGAIN)
+			continue;
+
+		if (!contended)
+		{
+			contended = true;
+			lease_count(LEASE_STAT_CONTENDED);
+		}
+		if (GetCurrentTimestamp() >= deadline)
+		{
+			if (req->wait_usecs > 0)
+				lease_count(LEASE_STAT_TIMEOUTS);
+			return false;
+		}
+		if (!queued && lease_queue_enabled())
+		{
+			/*
+			 * Queued now, so a release that commits from here on wakes us.
+			 * One committed between our try and the join did not see us:
+			 * try once more before sleeping.
+			 */
+			lease_queue_join(req->res);
+			queued = true;
+			continue;
+		}
+		lease_wait_until(Min(deadline, busy_until));
+	}
+}
+
+/*
+ * acquire_loop -- acquire_try_until, and out of the queue however it ends
+ */
+static bool
+acquire_loop(const LeaseCaller *caller, const LeaseRequest *req,
+			 TimestampTz deadline, int64 *token)
+{
+	bool		granted = false;
+
+	PG_TRY();
+	{
+		granted = acquire_try_until(caller, req, deadline, token);
+	}
+	PG_CATCH();
+	{
+		/* cancel, statement_timeout, any error: never block the next waiter */
+		lease_queue_leave();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	lease_queue_leave();
+	return granted;
+}
+
+/*
+ * lease_acquire_grant -- acquire or try_acquire: grant req->res, waiting up
+ * to req->wait_usecs
+ *
+ * Returns whether the resource was granted, with its token in *token.
+ */
+bool
+lease_acquire_grant(const LeaseRequest *req, int64 *token)
+{
+	LeaseCaller caller;
+	TimestampTz deadline;
+	bool		granted;
+	int			guc_level = -1;
+
+	*token = 0;
+
+	if (req->wait_usecs > 0 && IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("lease.acquire cannot wait in a REPEATABLE READ or SERIALIZABLE transaction"),
+				 errdetail("The transaction's snapshot would never see the lease being released."),
+				 errhint("Acquire in a READ COMMITTED transaction, or pass wait => '0' and retry.")));
+
+	if (pg_add_s64_overflow(GetCurrentTimestamp(), req->wait_usecs, &deadline))
+		deadline = DT_NOEND;
+
+	lease_begin(&caller);
+
+	/*
+	 * The wait argument is the timeout: waiting for the row lock of a fencing
+	 * transaction is part of the wait, not a lock_timeout matter.
+	 */
+	if (LockTimeout != 0)
+	{
+		guc_level = NewGUCNestLevel();
+		(void) set_config_option("lock_timeout", "0", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+
+	if (req->wait_usecs > 0)
+		acquire_check_no_hold_and_wait(&caller, req);
+
+	granted = acquire_loop(&caller, req, deadline, token);
+
+	if (granted)
+	{
+		acquire_remember_grant(req->res, req->holder, *token);
+		if (req->session_bound)
+			lease_session_note_grant(req->res);
+	}
+
+	if (guc_level >= 0)
+		AtEOXact_GUC(true, guc_level);
+	lease_end(&caller);
+
+	/*
+	 * A grant must survive a crash before anyone is told of it: otherwise
+	 * recovery could hand its token out again.  Flush even when the session
+	 * has synchronous_commit = off.
+	 */
+	if (granted)
+		ForceSyncCommit();
+
+	return granted;
+}

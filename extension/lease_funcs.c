@@ -1,0 +1,159 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease_funcs.c
+ *		The SQL-callable lease functions: lease.acquire, try_acquire, renew,
+ *		release, fence, is_current, break, gc and waiters.
+ *
+ * This file owns only the fmgr face of those functions.  Each one builds a
+ * LeaseRequest from its arguments (lease_args.c), hands it to the module
+ * that does the work (lease_acquire.c, lease_grant_ops.c, lease_wait.c) and
+ * turns the answer into a Datum.  lease.stats() and lease.session_alive()
+ * live with what they report (lease_stats.c, lease_session.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/builtins.h"
+
+#include "pg_lease.h"
+
+/*
+ * lease_acquire -- lease.acquire(resource, ttl, wait, holder, session_bound)
+ */
+PG_FUNCTION_INFO_V1(lease_acquire);
+
+Datum
+lease_acquire(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+	int64		token;
+
+	lease_args_acquire(fcinfo, &req);
+	if (!lease_acquire_grant(&req, &token))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(token);
+}
+
+/*
+ * lease_try_acquire -- lease.try_acquire(resource, ttl, holder, session_bound)
+ */
+PG_FUNCTION_INFO_V1(lease_try_acquire);
+
+Datum
+lease_try_acquire(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+	int64		token;
+
+	lease_args_try_acquire(fcinfo, &req);
+	if (!lease_acquire_grant(&req, &token))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(token);
+}
+
+/*
+ * lease_renew -- lease.renew(resource, token, ttl)
+ */
+PG_FUNCTION_INFO_V1(lease_renew);
+
+Datum
+lease_renew(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+
+	lease_args_grant(fcinfo, &req, true);
+	PG_RETURN_BOOL(lease_grant_renew(&req));
+}
+
+/*
+ * lease_release -- lease.release(resource, token)
+ */
+PG_FUNCTION_INFO_V1(lease_release);
+
+Datum
+lease_release(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+
+	lease_args_grant(fcinfo, &req, false);
+	PG_RETURN_BOOL(lease_grant_release(&req));
+}
+
+/*
+ * lease_fence -- lease.fence(resource, token): the token, or LS001
+ */
+PG_FUNCTION_INFO_V1(lease_fence);
+
+Datum
+lease_fence(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+
+	lease_args_grant(fcinfo, &req, false);
+	lease_grant_fence(&req);
+	PG_RETURN_INT64(req.token);
+}
+
+/*
+ * lease_is_current -- lease.is_current(resource, token), without locking
+ */
+PG_FUNCTION_INFO_V1(lease_is_current);
+
+Datum
+lease_is_current(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+
+	lease_args_grant(fcinfo, &req, false);
+	PG_RETURN_BOOL(lease_grant_is_current(&req));
+}
+
+/*
+ * lease_break -- lease.break(resource): end the current grant now (admin)
+ *
+ * Returns the token that was ended, or NULL if none was current.  EXECUTE is
+ * revoked from PUBLIC by the install script.
+ */
+PG_FUNCTION_INFO_V1(lease_break);
+
+Datum
+lease_break(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+	int64		token;
+
+	lease_args_resource(fcinfo, &req);
+	if (!lease_grant_break(&req, &token))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(token);
+}
+
+/*
+ * lease_gc -- lease.gc(retain): delete rows free for longer than retain
+ */
+PG_FUNCTION_INFO_V1(lease_gc);
+
+Datum
+lease_gc(PG_FUNCTION_ARGS)
+{
+	int64		retain_usecs = lease_args_retain(fcinfo);
+
+	PG_RETURN_INT64(lease_grant_gc(retain_usecs));
+}
+
+/*
+ * lease_waiters -- lease.waiters(resource): queued waiters, NULL if unknown
+ */
+PG_FUNCTION_INFO_V1(lease_waiters);
+
+Datum
+lease_waiters(PG_FUNCTION_ARGS)
+{
+	int			n = lease_waiter_count(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	if (n < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(n);
+}

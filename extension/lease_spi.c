@@ -1,0 +1,387 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease_spi.c
+ *		Every statement on lease.grants, and how it runs: prepared over SPI,
+ *		as the table's owner, with the search path pinned to pg_catalog.
+ *
+ * This file owns the statement texts (lease_queries), their plans, the
+ * conditional change in a subtransaction, reading a resource's row, and the
+ * role switch around them (lease_begin/lease_end).  It decides nothing: the
+ * acquire algorithm (lease_acquire.c) and the operations on a grant
+ * (lease_grant_ops.c) choose which statement to run.
+ *
+ * A grant is a row of lease.grants; its state changes only through the
+ * prepared statements below, each an ordinary MVCC row change, so a grant or
+ * release inside a transaction block takes effect at commit and vanishes on
+ * rollback.  Safety rests on three facts enforced by these statements:
+ *
+ * - A row changes hands only by an UPDATE whose WHERE requires the grant to
+ *   be over by the server clock, and either released or exactly the token
+ *   seen; concurrent takers serialize on the row lock and the loser's
+ *   re-check (on the row version the winner committed) fails.
+ * - Tokens come from one sequence, called only while the row is being
+ *   changed, so a later grant of a resource always draws a larger number.
+ * - lease.fence() takes FOR SHARE on the current grant's row, which blocks
+ *   every UPDATE and DELETE of that row until the fencing transaction ends.
+ *
+ * No caller keeps a lock on a lease row it did not change: a try reads the
+ * row without locking it, and every conditional UPDATE runs in a
+ * subtransaction that is rolled back when it changes nothing
+ * (lease_exec_change).  An UPDATE that waited for a concurrent change and
+ * then failed its re-check would otherwise keep the row locked to the end of
+ * the transaction (so would INSERT ... ON CONFLICT DO UPDATE with a false
+ * WHERE), and the new holder's renew or release would queue behind a waiter.
+ *
+ * The functions run as the caller but do their table work as the owner of
+ * lease.grants, so PUBLIC needs no right on the table; ownership of a grant
+ * is the role that acquired it, checked by the statements and by
+ * lease_grant_ops.c.  While they do, the search path is pg_catalog alone (an
+ * override pushed by lease_begin, cheaper than a SET clause on every call),
+ * and every name in the statements is qualified too.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "pg_lease.h"
+
+/* A grant is current: unexpired by the server clock, and its session alive. */
+#define LEASE_CURRENT \
+	"expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() " \
+	"AND CASE WHEN backend_pid IS NULL THEN true " \
+	"ELSE lease.session_alive(backend_pid, backend_start) END"
+
+#define LEASE_NEXT_TOKEN "pg_catalog.nextval('lease.token_seq'::pg_catalog.regclass)"
+
+/*
+ * An UPDATE that makes the row a new grant: $1 resource, $2 ttl, $3 owner,
+ * $4 holder, $5 backend_pid, $6 backend_start (the order lease_acquire.c's
+ * acquire_grant_params fills); the caller appends its WHERE.
+ */
+#define LEASE_NEW_GRANT \
+	"UPDATE lease.grants SET token = " LEASE_NEXT_TOKEN "," \
+	"       expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2," \
+	"       granted_at = pg_catalog.clock_timestamp()," \
+	"       renewed_at = pg_catalog.clock_timestamp()," \
+	"       owner = $3, released = false, backend_pid = $5, backend_start = $6," \
+	"       holder = $4"
+
+typedef struct LeaseQueryDef
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[9];
+} LeaseQueryDef;
+
+/*
+ * Statement texts.  Everything is schema-qualified, operators included, and
+ * they are prepared and run with the search path pinned to pg_catalog.
+ */
+static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
+	/*
+	 * The first try of an acquire: take a released grant without reading it
+	 * first.  A released row is free whoever held it; the re-check after a
+	 * concurrent change sees the committed version, and nextval() is
+	 * evaluated again for it, after the row lock is held.
+	 */
+	[Q_TAKE_RELEASED] = {
+		LEASE_NEW_GRANT
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
+		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+		" RETURNING token",
+		6, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+	},
+	[Q_READ_ROW] = {
+		"SELECT token, holder, owner, expires_at, released,"
+		"       expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(),"
+		"       CASE WHEN backend_pid IS NULL THEN false"
+		"            ELSE NOT lease.session_alive(backend_pid, backend_start) END"
+		"  FROM lease.grants WHERE resource OPERATOR(pg_catalog.=) $1",
+		1, {TEXTOID}
+	},
+	[Q_INSERT] = {
+		"INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at,"
+		"                          owner, released, backend_pid, backend_start, holder)"
+		" VALUES ($1, " LEASE_NEXT_TOKEN ","
+		"         pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2,"
+		"         pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
+		"         $3, false, $5, $6, $4)"
+		" ON CONFLICT (resource) DO NOTHING"
+		" RETURNING token",
+		6, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+	},
+	/*
+	 * Take over exactly the grant seen, if it is over: expired, or its
+	 * session gone.  Both are judged again on the version the UPDATE locks,
+	 * so a re-acquire that moved the grant to a live session meanwhile wins.
+	 */
+	[Q_TAKE_OVER] = {
+		LEASE_NEW_GRANT
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $7"
+		"   AND NOT (" LEASE_CURRENT ")"
+		" RETURNING token",
+		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID}
+	},
+	/*
+	 * The same holder asking again states the grant's terms again: the new
+	 * expiry, and the session binding of this request ($4, $5: NULL unless
+	 * session_bound), so a retry from a new connection binds it there.
+	 */
+	[Q_EXTEND_SAME_HOLDER] = {
+		"UPDATE lease.grants"
+		"   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
+		"       renewed_at = pg_catalog.clock_timestamp(),"
+		"       backend_pid = $4, backend_start = $5"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		" RETURNING token",
+		5, {TEXTOID, INT8OID, INTERVALOID, INT4OID, TIMESTAMPTZOID}
+	},
+	[Q_RENEW] = {
+		"UPDATE lease.grants"
+		"   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
+		"       renewed_at = pg_catalog.clock_timestamp()"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		"   AND (owner OPERATOR(pg_catalog.=) $4 OR $5)"
+		" RETURNING token",
+		5, {TEXTOID, INT8OID, INTERVALOID, OIDOID, BOOLOID}
+	},
+	[Q_OWNER_OF] = {
+		"SELECT owner FROM lease.grants"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
+		2, {TEXTOID, INT8OID}
+	},
+	[Q_RELEASE] = {
+		"UPDATE lease.grants SET expires_at = pg_catalog.clock_timestamp(), released = true"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		"   AND (owner OPERATOR(pg_catalog.=) $3 OR $4)"
+		" RETURNING token",
+		4, {TEXTOID, INT8OID, OIDOID, BOOLOID}
+	},
+	[Q_FENCE] = {
+		"SELECT token FROM lease.grants"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		"   AND (owner OPERATOR(pg_catalog.=) $3 OR $4)"
+		" FOR SHARE",
+		4, {TEXTOID, INT8OID, OIDOID, BOOLOID}
+	},
+	[Q_IS_CURRENT] = {
+		"SELECT token FROM lease.grants"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT,
+		2, {TEXTOID, INT8OID}
+	},
+	[Q_BREAK] = {
+		"UPDATE lease.grants SET expires_at = pg_catalog.clock_timestamp(), released = true"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND " LEASE_CURRENT
+		" RETURNING token",
+		1, {TEXTOID}
+	},
+	[Q_GC] = {
+		"WITH gone AS (DELETE FROM lease.grants"
+		"  WHERE expires_at OPERATOR(pg_catalog.<) $1"
+		"  RETURNING 1)"
+		" SELECT pg_catalog.count(*) FROM gone",
+		1, {TIMESTAMPTZOID}
+	},
+};
+
+static SPIPlanPtr lease_plans[LEASE_NUM_QUERIES];
+
+/* The search path of every statement: pg_catalog alone, no temp schema. */
+static OverrideSearchPath catalog_only = {NIL, true, false, 0};
+
+/*
+ * lease_begin -- connect to SPI and switch to the owner of lease.grants
+ *
+ * The caller's role is kept: it owns the grants it makes.  The switch is
+ * undone by lease_end(), or by transaction abort on error.
+ */
+void
+lease_begin(LeaseCaller *caller)
+{
+	Oid			nsp;
+	Oid			relid;
+	HeapTuple	tuple;
+	Oid			table_owner;
+
+	caller->role = GetUserId();
+	caller->is_superuser = superuser_arg(caller->role);
+
+	nsp = get_namespace_oid("lease", false);
+	relid = get_relname_relid("grants", nsp);
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("table lease.grants does not exist"),
+				 errhint("Reinstall the extension: DROP EXTENSION pg_lease; CREATE EXTENSION pg_lease;")));
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	table_owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+
+	GetUserIdAndSecContext(&caller->saved_userid, &caller->saved_sec_context);
+	SetUserIdAndSecContext(table_owner,
+						   caller->saved_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+
+	/*
+	 * The caller's search_path must not reach the statements.  They name
+	 * everything with its schema anyway; the override also keeps the plan
+	 * cache from re-planning them when the caller's search_path changes.
+	 */
+	PushOverrideSearchPath(&catalog_only);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+/*
+ * lease_end -- undo lease_begin
+ *
+ * On error, transaction or subtransaction abort undoes it instead.
+ */
+void
+lease_end(LeaseCaller *caller)
+{
+	SPI_finish();
+	PopOverrideSearchPath();
+	SetUserIdAndSecContext(caller->saved_userid, caller->saved_sec_context);
+}
+
+/*
+ * lease_exec -- run one of the prepared statements
+ *
+ * Plans are prepared once per backend and kept; the plan cache re-plans them
+ * if the extension is dropped and re-created.
+ */
+uint64
+lease_exec(LeaseQuery q, Datum *values, const char *nulls)
+{
+	const LeaseQueryDef *def = &lease_queries[q];
+	int			rc;
+
+	if (lease_plans[q] == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for pg_lease query %d: %s",
+				 (int) q, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		lease_plans[q] = plan;
+	}
+
+	rc = SPI_execute_plan(lease_plans[q], values, nulls, false, 0);
+	if (rc < 0)
+		elog(ERROR, "pg_lease query %d failed: %s", (int) q, SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/*
+ * lease_result_int64 -- column `col` of the first result row
+ */
+int64
+lease_result_int64(int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
+
+	Assert(!isnull);
+	return DatumGetInt64(d);
+}
+
+/*
+ * lease_exec_change -- run a conditional row change; keep no lock if it fails
+ *
+ * The statement runs in a subtransaction, released if it changed a row and
+ * rolled back (dropping any tuple lock it took) if it changed none.  With
+ * result non-NULL, the first column of the first row returned is stored
+ * there.  Returns the number of rows changed.
+ */
+uint64
+lease_exec_change(LeaseQuery q, Datum *values, const char *nulls, int64 *result)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	uint64		changed = 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+
+	PG_TRY();
+	{
+		changed = lease_exec(q, values, nulls);
+		if (changed > 0 && result != NULL)
+			*result = lease_result_int64(1);
+		if (changed > 0)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		/* leave the transaction nesting as the caller's error handler expects it */
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+
+	return changed;
+}
+
+/*
+ * lease_read_row -- the resource's row as it is now, without locking it
+ */
+void
+lease_read_row(text *resource, LeaseRow *row)
+{
+	Datum		values[1] = {PointerGetDatum(resource)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+
+	memset(row, 0, sizeof(*row));
+	if (lease_exec(Q_READ_ROW, values, NULL) == 0)
+		return;
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	row->found = true;
+	row->token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	row->holder = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
+	row->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	row->expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
+	row->released = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+	row->unexpired = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+	row->session_gone = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+}

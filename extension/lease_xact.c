@@ -1,0 +1,121 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease_xact.c
+ *		What pg_lease does when a transaction ends: let a release-only
+ *		transaction commit asynchronously, and wake the waiters of the
+ *		resources it released or broke.
+ *
+ * This file owns the transaction callback (registered by lease_load.c) and the
+ * per-transaction state it acts on: where the WAL of the releases ends, and
+ * the resources whose queue heads are to be woken at commit.  The release
+ * and break functions (lease_grant_ops.c) only note these facts here.
+ *
+ * Wake-ups wait for the commit: woken earlier, a queue head could still see
+ * the old row version.  At abort or prepare they are forgotten.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "utils/guc.h"
+
+#include "pg_lease.h"
+
+/*
+ * WAL position after this transaction's last release, when releases are all
+ * it has written so far; InvalidXLogRecPtr otherwise.  See lease_xact_callback.
+ */
+static XLogRecPtr release_only_end = InvalidXLogRecPtr;
+
+/* Resources released or broken in the current transaction: wake at commit. */
+static LeaseWakeSet pending_wakes;
+
+/*
+ * lease_xact_release_starts -- is everything this transaction wrote so far releases?
+ *
+ * Called by a release before its UPDATE, and the answer passed on to
+ * lease_xact_release_done() after it.
+ */
+bool
+lease_xact_release_starts(void)
+{
+	return XactLastRecEnd == InvalidXLogRecPtr || XactLastRecEnd == release_only_end;
+}
+
+/*
+ * lease_xact_release_done -- remember where the release-only WAL of this xact ends
+ */
+void
+lease_xact_release_done(bool release_only)
+{
+	release_only_end = release_only ? XactLastRecEnd : InvalidXLogRecPtr;
+}
+
+/*
+ * lease_xact_wake_at_commit -- wake the resource's head when this xact commits
+ */
+void
+lease_xact_wake_at_commit(const char *resource)
+{
+	if (!lease_queue_exists())
+		return;
+	lease_wake_set_add(&pending_wakes, resource);
+}
+
+/*
+ * xact_wake_pending -- at commit: wake the heads noted; at abort: forget them
+ */
+static void
+xact_wake_pending(bool committed)
+{
+	if (committed && (pending_wakes.n > 0 || pending_wakes.all))
+		lease_queue_wake(&pending_wakes);
+
+	for (int i = 0; i < pending_wakes.n; i++)
+		pfree(pending_wakes.resources[i]);
+	pending_wakes.n = 0;
+	pending_wakes.all = false;
+}
+
+/*
+ * lease_xact_callback -- let a release-only transaction commit asynchronously
+ *
+ * A release that is lost in a crash only delays the next grant until the
+ * TTL, so waiting for its WAL flush buys nothing.  Any later WAL of the
+ * transaction (another write, an acquire, a fence's row lock) moves
+ * XactLastRecEnd and keeps the commit synchronous.  A later grant's
+ * synchronous commit flushes this release's WAL too, so no grant can be
+ * durable while the release it depends on is not.  The LOCAL setting is
+ * undone by the commit itself.
+ */
+void
+lease_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (release_only_end != InvalidXLogRecPtr &&
+				XactLastRecEnd == release_only_end)
+				(void) set_config_option("synchronous_commit", "off",
+										 PGC_USERSET, PGC_S_SESSION,
+										 GUC_ACTION_LOCAL, true, 0, false);
+			release_only_end = InvalidXLogRecPtr;
+			break;
+		case XACT_EVENT_COMMIT:
+			/* the release is visible now: its waiters may take the resource */
+			release_only_end = InvalidXLogRecPtr;
+			xact_wake_pending(true);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			release_only_end = InvalidXLogRecPtr;
+			xact_wake_pending(false);
+			break;
+		default:
+			break;
+	}
+}
