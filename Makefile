@@ -1,14 +1,18 @@
 # pg_lease -- PGXS build of the extension, plus the project's test and demo targets.
 
 EXTENSION   = pg_lease
-EXTVERSION  = 0.1.0
+# The version is written once, in the control file (the client's build reads it too).
+EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
 
 MODULE_big  = pg_lease
 OBJS        = extension/lease_load.o extension/lease_stats.o extension/lease_wait.o \
               extension/lease_args.o extension/lease_spi.o extension/lease_xact.o \
               extension/lease_session.o extension/lease_acquire.o \
               extension/lease_grant_ops.o extension/lease_funcs.o
-DATA        = extension/$(EXTENSION)--$(EXTVERSION).sql
+# The current install script (generated from extension/pg_lease.sql), the
+# released install scripts and every upgrade script, pgvector-style.
+DATA        = extension/$(EXTENSION)--$(EXTVERSION).sql \
+              $(filter-out extension/$(EXTENSION)--$(EXTVERSION).sql,$(wildcard extension/$(EXTENSION)--*.sql))
 EXTRA_CLEAN = extension/$(EXTENSION)--$(EXTVERSION).sql
 
 # pg_regress suites (sql/, expected/) and isolation specs (tests/isolation/).
@@ -93,6 +97,7 @@ ifneq ($(WITH_CLIENT),0)
 install: install-client
 endif
 
-# One unversioned source script; released versions only get upgrade scripts.
+# One unversioned source script for the current version; released install and
+# upgrade scripts are committed as they shipped and never edited.
 extension/$(EXTENSION)--$(EXTVERSION).sql: extension/$(EXTENSION).sql
 	cp $< $@

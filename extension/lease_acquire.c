@@ -12,9 +12,20 @@
  * queue head tries; a newcomer may take a free resource only when nobody is
  * queued for it.
  *
- * It also keeps the grants this backend made, as hints for the check that a
- * holder never waits while holding another lease (which makes lease waits
- * deadlock-free).  Each hint is verified in the table before it counts.
+ * wait bounds every acquire.  A try that meets a row locked by a transaction
+ * that has not ended (a grant not yet committed, open or prepared; a fence
+ * on an expired grant) waits for that lock only until the deadline, and at
+ * least LEASE_LOCK_GRACE_MS: lock_timeout is set to it for the statements of
+ * the try (the caller's own lock_timeout does not apply: wait is the
+ * timeout), and a statement ended by it counts as "busy".  So an acquire
+ * returns within max(wait, grace) plus its statements' own time, and never
+ * takes over a grant whose fencing transaction is still open.
+ *
+ * It also keeps every grant this backend made, for the check that a holder
+ * never waits while holding another lease (which makes lease waits
+ * deadlock-free).  The set is exact: a grant leaves it when released here,
+ * or when the table says it is no longer current, never because others came
+ * after it.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,9 +37,13 @@
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 #include "pg_lease.h"
+
+/* The shortest lock wait of a try, whatever its wait (README "Waiting"). */
+#define LEASE_LOCK_GRACE_MS 10
 
 typedef enum LeaseTry
 {
@@ -38,19 +53,23 @@ typedef enum LeaseTry
 } LeaseTry;
 
 /*
- * Grants this backend made, for the nested-wait check (no hold-and-wait).
- * Entries are hints: each is verified in the table before it counts.
+ * Grants this backend made, for the nested-wait check (no hold-and-wait),
+ * keyed by resource: the last grant of each.  An entry counts only once the
+ * table confirms it is current; one found not current is dropped.
  */
 typedef struct HeldGrant
 {
-	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];
+	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];	/* hash key */
 	char		holder[LEASE_MAX_HOLDER_BYTES + 1];
+	Oid			role;
 	int64		token;
 } HeldGrant;
 
-#define LEASE_MAX_TRACKED 64
-static HeldGrant held_grants[LEASE_MAX_TRACKED];
-static int	num_held_grants = 0;
+static HTAB *held_grants = NULL;
+
+/* Verify every entry (dropping the stale ones) once the set grows past this. */
+#define LEASE_HELD_PRUNE_MIN 1024
+static long held_prune_at = LEASE_HELD_PRUNE_MIN;
 
 /*
  * acquire_row_held_by -- is the row a current grant of this holder and role?
@@ -65,116 +84,131 @@ acquire_row_held_by(const LeaseRow *row, const LeaseCaller *caller, const char *
 }
 
 /*
- * acquire_drop_hint -- remove entry i of the grants this backend remembers
+ * acquire_grant_is_current -- does the table say the held grant is current?
+ */
+static bool
+acquire_grant_is_current(const HeldGrant *g)
+{
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(g->resource);
+	values[1] = Int64GetDatum(g->token);
+	return lease_exec(Q_IS_CURRENT, values, NULL) > 0;
+}
+
+/*
+ * acquire_prune_held -- drop every grant the table no longer has as current
+ *
+ * Keeps the set as large as the grants this backend still holds, however
+ * many it made.  Needs SPI (called between lease_begin and lease_end).
  */
 static void
-acquire_drop_hint(int i)
+acquire_prune_held(void)
 {
-	memmove(&held_grants[i], &held_grants[i + 1],
-			sizeof(HeldGrant) * (num_held_grants - i - 1));
-	num_held_grants--;
+	HASH_SEQ_STATUS scan;
+	HeldGrant  *g;
+
+	hash_seq_init(&scan, held_grants);
+	while ((g = hash_seq_search(&scan)) != NULL)
+		if (!acquire_grant_is_current(g))
+			(void) hash_search(held_grants, g->resource, HASH_REMOVE, NULL);
+	held_prune_at = Max(LEASE_HELD_PRUNE_MIN, 2 * hash_get_num_entries(held_grants));
 }
 
 /*
  * acquire_remember_grant -- note a grant for the nested-wait check
  */
 static void
-acquire_remember_grant(const char *res, const char *holder, int64 token)
+acquire_remember_grant(const LeaseRequest *req, const LeaseCaller *caller, int64 token)
 {
-	int			slot = -1;
+	HeldGrant  *g;
 
-	for (int i = 0; i < num_held_grants; i++)
+	if (held_grants == NULL)
 	{
-		if (strcmp(held_grants[i].resource, res) == 0 &&
-			strcmp(held_grants[i].holder, holder) == 0)
-		{
-			slot = i;
-			break;
-		}
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(((HeldGrant *) NULL)->resource);
+		ctl.entrysize = sizeof(HeldGrant);
+		held_grants = hash_create("pg_lease grants of this backend", 64, &ctl,
+								  HASH_ELEM | HASH_STRINGS);
 	}
-	if (slot < 0)
-	{
-		/* full: forget the oldest hint (it is re-verified anyway) */
-		if (num_held_grants == LEASE_MAX_TRACKED)
-			acquire_drop_hint(0);
-		slot = num_held_grants++;
-	}
-	strlcpy(held_grants[slot].resource, res, sizeof(held_grants[slot].resource));
-	strlcpy(held_grants[slot].holder, holder, sizeof(held_grants[slot].holder));
-	held_grants[slot].token = token;
+	else if (hash_get_num_entries(held_grants) >= held_prune_at)
+		acquire_prune_held();
+
+	g = hash_search(held_grants, req->res, HASH_ENTER, NULL);
+	strlcpy(g->holder, req->holder, sizeof(g->holder));
+	g->role = caller->role;
+	g->token = token;
 }
 
 /*
- * lease_acquire_forget_grant -- drop the hint of a grant this backend released
- *
- * Keeps the list (and the table checks of the nested-wait check) as short as
- * the grants actually held.
+ * lease_acquire_forget_grant -- this backend released the grant
  */
 void
 lease_acquire_forget_grant(const char *res, int64 token)
 {
-	for (int i = 0; i < num_held_grants; i++)
-	{
-		if (held_grants[i].token == token &&
-			strcmp(held_grants[i].resource, res) == 0)
-		{
-			acquire_drop_hint(i);
-			return;
-		}
-	}
+	HeldGrant  *g;
+
+	if (held_grants == NULL)
+		return;
+	g = hash_search(held_grants, res, HASH_FIND, NULL);
+	if (g != NULL && g->token == token)
+		(void) hash_search(held_grants, res, HASH_REMOVE, NULL);
 }
 
 /*
  * acquire_check_no_hold_and_wait -- refuse to wait while holding another lease
  *
  * A holder that waits while holding could deadlock with one that does the
- * reverse; refusing the wait makes lease waits deadlock-free.  "Holder" is the
- * holder label (the default label names this backend).
+ * reverse; refusing the wait makes lease waits deadlock-free.  The holder is
+ * the label (the default label names this backend) and the role: another
+ * role's grants under the same label are not this holder's.
  */
 static void
 acquire_check_no_hold_and_wait(const LeaseCaller *caller, const LeaseRequest *req)
 {
 	LeaseRow	row;
-	int			kept = 0;
-	const HeldGrant *other = NULL;
-	bool		holds_this = false;
+	HASH_SEQ_STATUS scan;
+	HeldGrant  *g;
+	char		other[LEASE_MAX_RESOURCE_BYTES + 1];
 
-	for (int i = 0; i < num_held_grants; i++)
+	if (held_grants == NULL)
+		return;
+
+	other[0] = '\0';
+	hash_seq_init(&scan, held_grants);
+	while ((g = hash_seq_search(&scan)) != NULL)
 	{
-		HeldGrant  *g = &held_grants[i];
-		Datum		values[2];
-
-		values[0] = CStringGetTextDatum(g->resource);
-		values[1] = Int64GetDatum(g->token);
-		if (lease_exec(Q_IS_CURRENT, values, NULL) == 0)
-			continue;			/* released, expired or rolled back: forget it */
-
-		held_grants[kept++] = *g;
-		if (strcmp(g->holder, req->holder) != 0)
+		if (g->role != caller->role || strcmp(g->holder, req->holder) != 0 ||
+			strcmp(g->resource, req->res) == 0)
 			continue;
-		if (strcmp(g->resource, req->res) == 0)
-			holds_this = true;
-		else if (other == NULL)
-			other = &held_grants[kept - 1];
+		if (!acquire_grant_is_current(g))
+		{
+			/* released elsewhere, expired, broken or rolled back */
+			(void) hash_search(held_grants, g->resource, HASH_REMOVE, NULL);
+			continue;
+		}
+		strlcpy(other, g->resource, sizeof(other));
+		hash_seq_term(&scan);
+		break;
 	}
-	num_held_grants = kept;
+	if (other[0] == '\0')
+		return;
 
 	/*
 	 * Asking again for a resource it holds is a re-acquire: it never waits.
 	 * The grant may come from another connection of the same holder, so ask
 	 * the table before refusing.
 	 */
-	if (other == NULL || holds_this)
-		return;
 	lease_read_row(req->resource, &row);
 	if (!acquire_row_held_by(&row, caller, req->holder))
 		ereport(ERROR,
 				(errcode(ERRCODE_LEASE_NESTED_WAIT),
 				 errmsg("cannot wait for lease \"%s\" while holding lease \"%s\"",
-						req->res, other->resource),
+						req->res, other),
 				 errdetail("Holder \"%s\" holds \"%s\"; waiting while holding could deadlock.",
-						   req->holder, other->resource),
-				 errhint("Release \"%s\" first, or call with wait => '0'.", other->resource)));
+						   req->holder, other),
+				 errhint("Release \"%s\" first, or call with wait => '0'.", other)));
 }
 
 /*
@@ -211,9 +245,10 @@ acquire_grant_params(Datum *values, char *nulls, int nparams,
 /*
  * acquire_try_grant -- one try to grant the resource
  *
- * On LEASE_TRY_BUSY, *busy_until is when the current grant expires.  With
- * may_take false (others are queued first) a free resource counts as busy;
- * only the holder's own re-acquire goes through.
+ * On LEASE_TRY_BUSY, *busy_until is when the current grant expires (now, if
+ * the row is locked by a transaction that has not ended).  With may_take
+ * false (others are queued first) a free resource counts as busy; only the
+ * holder's own re-acquire goes through.
  */
 static LeaseTry
 acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_take,
@@ -222,6 +257,7 @@ acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_t
 	LeaseRow	row;
 	Datum		values[8];
 	char		nulls[8];
+	bool		locked;
 
 	/*
 	 * The common case first: a released grant, taken in one statement.  When
@@ -231,11 +267,13 @@ acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_t
 	if (may_take)
 	{
 		acquire_grant_params(values, nulls, 6, req, caller);
-		if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token) > 0)
+		if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token, &locked) > 0)
 		{
 			lease_count(LEASE_STAT_GRANTS);
 			return LEASE_TRY_GRANTED;
 		}
+		if (locked)
+			return LEASE_TRY_BUSY;	/* a transaction that has not ended holds the row */
 	}
 
 	lease_read_row(req->resource, &row);
@@ -247,10 +285,13 @@ acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_t
 	{
 		acquire_grant_params(values, nulls, 6, req, caller);
 
-		/* DO NOTHING does not lock a conflicting row: a lost race just re-reads */
-		if (lease_exec(Q_INSERT, values, nulls) == 0)
-			return LEASE_TRY_AGAIN;
-		*token = lease_result_int64(1);
+		/*
+		 * DO NOTHING does not lock a conflicting row: a lost race just
+		 * re-reads.  It does wait for an insert of the same resource that has
+		 * not ended, which the lock timeout bounds.
+		 */
+		if (lease_exec_change(Q_INSERT, values, nulls, token, &locked) == 0)
+			return locked ? LEASE_TRY_BUSY : LEASE_TRY_AGAIN;
 		lease_count(LEASE_STAT_GRANTS);
 		return LEASE_TRY_GRANTED;
 	}
@@ -268,8 +309,8 @@ acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_t
 			values[2] = IntervalPGetDatum(req->ttl);
 			memset(nulls, ' ', 3);
 			acquire_session_params(values, nulls, 3, req->session_bound);
-			if (lease_exec_change(Q_EXTEND_SAME_HOLDER, values, nulls, NULL) == 0)
-				return LEASE_TRY_AGAIN;
+			if (lease_exec_change(Q_EXTEND_SAME_HOLDER, values, nulls, NULL, &locked) == 0)
+				return locked ? LEASE_TRY_BUSY : LEASE_TRY_AGAIN;
 			*token = row.token;
 			return LEASE_TRY_GRANTED;
 		}
@@ -280,17 +321,44 @@ acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_t
 	/*
 	 * The grant seen is over.  Take exactly that grant: if anyone renewed or
 	 * took it since, the token or expiry re-check fails and we read again.
-	 * If a fencing transaction holds the row, this waits for it to end.
+	 * If a fencing transaction holds the row, this waits for it to end, or
+	 * for the deadline.
 	 */
 	acquire_grant_params(values, nulls, 7, req, caller);
 	values[6] = Int64GetDatum(row.token);
 
-	if (lease_exec_change(Q_TAKE_OVER, values, nulls, token) == 0)
-		return LEASE_TRY_AGAIN;
+	if (lease_exec_change(Q_TAKE_OVER, values, nulls, token, &locked) == 0)
+		return locked ? LEASE_TRY_BUSY : LEASE_TRY_AGAIN;
 	lease_count(LEASE_STAT_GRANTS);
 	if (!row.released)
 		lease_count(LEASE_STAT_TAKEOVERS);
 	return LEASE_TRY_GRANTED;
+}
+
+/*
+ * acquire_bound_lock_waits -- lock waits of the next try end at the deadline
+ *
+ * Sets lock_timeout (at the GUC nest level the caller opened) to the time
+ * left, rounded up to a millisecond, and at least LEASE_LOCK_GRACE_MS; no
+ * timeout when the wait has no end.  Only set again when it changes.
+ */
+static void
+acquire_bound_lock_waits(TimestampTz deadline)
+{
+	int			timeout_ms = 0;
+	char		value[32];
+
+	if (deadline != DT_NOEND)
+	{
+		int64		left_ms = (deadline - GetCurrentTimestamp() + 999) / 1000;
+
+		timeout_ms = (int) Min(Max(left_ms, LEASE_LOCK_GRACE_MS), INT_MAX);
+	}
+	if (timeout_ms == LockTimeout)
+		return;
+	snprintf(value, sizeof(value), "%d", timeout_ms);
+	(void) set_config_option("lock_timeout", value, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 }
 
 /*
@@ -318,7 +386,10 @@ acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
 		if (queued && !may_take)
 			result = LEASE_TRY_BUSY;
 		else
+		{
+			acquire_bound_lock_waits(deadline);
 			result = acquire_try_grant(caller, req, may_take, token, &busy_until);
+		}
 		if (result == LEASE_TRY_GRANTED)
 			return true;
 		if (result == LEASE_TRY_AGAIN)
@@ -386,7 +457,7 @@ lease_acquire_grant(const LeaseRequest *req, int64 *token)
 	LeaseCaller caller;
 	TimestampTz deadline;
 	bool		granted;
-	int			guc_level = -1;
+	int			guc_level;
 
 	*token = 0;
 
@@ -403,15 +474,11 @@ lease_acquire_grant(const LeaseRequest *req, int64 *token)
 	lease_begin(&caller);
 
 	/*
-	 * The wait argument is the timeout: waiting for the row lock of a fencing
-	 * transaction is part of the wait, not a lock_timeout matter.
+	 * The wait argument is the timeout, row-lock waits included: each try
+	 * sets lock_timeout to the time left (acquire_bound_lock_waits); the
+	 * caller's setting is back when this level is closed.
 	 */
-	if (LockTimeout != 0)
-	{
-		guc_level = NewGUCNestLevel();
-		(void) set_config_option("lock_timeout", "0", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	}
+	guc_level = NewGUCNestLevel();
 
 	if (req->wait_usecs > 0)
 		acquire_check_no_hold_and_wait(&caller, req);
@@ -420,13 +487,14 @@ lease_acquire_grant(const LeaseRequest *req, int64 *token)
 
 	if (granted)
 	{
-		acquire_remember_grant(req->res, req->holder, *token);
+		acquire_remember_grant(req, &caller, *token);
 		if (req->session_bound)
 			lease_session_note_grant(req->res);
+		else
+			lease_session_forget_grant(req->res);	/* a re-acquire unbinds */
 	}
 
-	if (guc_level >= 0)
-		AtEOXact_GUC(true, guc_level);
+	AtEOXact_GUC(true, guc_level);
 	lease_end(&caller);
 
 	/*

@@ -76,7 +76,7 @@ grant_act(const LeaseRequest *req, LeaseQuery q, const char *action)
 	if (q == Q_FENCE)
 		done = lease_exec(q, values, NULL) > 0;
 	else
-		done = lease_exec_change(q, values, NULL, NULL) > 0;
+		done = lease_exec_change(q, values, NULL, NULL, NULL) > 0;
 	if (!done)
 		grant_check_owner(&caller, req, action);
 	lease_end(&caller);
@@ -118,6 +118,7 @@ lease_grant_release(const LeaseRequest *req)
 	if (released)
 	{
 		lease_acquire_forget_grant(req->res, req->token);
+		lease_session_forget_grant(req->res);
 		lease_count(LEASE_STAT_RELEASES);
 		lease_xact_wake_at_commit(req->res);
 	}
@@ -178,7 +179,7 @@ lease_grant_break(const LeaseRequest *req, int64 *token)
 
 	*token = 0;
 	lease_begin(&caller);
-	broken = lease_exec_change(Q_BREAK, values, NULL, token) > 0;
+	broken = lease_exec_change(Q_BREAK, values, NULL, token, NULL) > 0;
 	lease_end(&caller);
 
 	if (broken)

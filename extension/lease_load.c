@@ -77,6 +77,9 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
+	/* COMMIT PREPARED wakes what the prepared transaction released */
+	lease_xact_install_utility_hook();
+
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = load_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;

@@ -10,6 +10,13 @@
  * and wakes the queue heads of its grants (lease_wait.c does both), so their
  * waiters need not sleep until the next poll to find the grant over.
  *
+ * The set of those grants is exact and unbounded (a hash table of resource
+ * names): a grant leaves it when this backend releases it or re-acquires it
+ * without session_bound, so an exit wakes the waiters of the grants still
+ * bound to it and nobody else.  A grant that ended otherwise (expired and
+ * taken over, broken, rolled back) stays in the set until the exit, which
+ * then wakes its resource's head once more than needed: harmless.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -18,13 +25,18 @@
 #include "pgstat.h"
 #include "storage/ipc.h"
 #include "utils/backend_status.h"
+#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 #include "pg_lease.h"
 
 /* Resources this backend holds session-bound grants of: wake at exit. */
-static LeaseWakeSet session_grants;
-static bool exit_hook_registered = false;
+typedef struct SessionGrant
+{
+	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];	/* hash key */
+} SessionGrant;
+
+static HTAB *session_grants = NULL;
 
 static void session_exit_hook(int code, Datum arg);
 
@@ -39,12 +51,28 @@ lease_session_note_grant(const char *resource)
 {
 	if (!lease_queue_enabled())
 		return;
-	if (!exit_hook_registered)
+	if (session_grants == NULL)
 	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(((SessionGrant *) NULL)->resource);
+		ctl.entrysize = sizeof(SessionGrant);
+		session_grants = hash_create("pg_lease session-bound grants", 16, &ctl,
+									 HASH_ELEM | HASH_STRINGS);
 		before_shmem_exit(session_exit_hook, (Datum) 0);
-		exit_hook_registered = true;
 	}
-	lease_wake_set_add(&session_grants, resource);
+	(void) hash_search(session_grants, resource, HASH_ENTER, NULL);
+}
+
+/*
+ * lease_session_forget_grant -- the grant of resource is no longer bound to
+ * this backend (released by it, or re-acquired without session_bound)
+ */
+void
+lease_session_forget_grant(const char *resource)
+{
+	if (session_grants != NULL)
+		(void) hash_search(session_grants, resource, HASH_REMOVE, NULL);
 }
 
 /*
@@ -59,11 +87,22 @@ lease_session_note_grant(const char *resource)
 static void
 session_exit_hook(int code, Datum arg)
 {
+	long		n;
+	const char **resources;
+	HASH_SEQ_STATUS scan;
+	SessionGrant *grant;
+	int			i = 0;
+
 	lease_queue_leave();
 
-	if (session_grants.n == 0 && !session_grants.all)
+	n = hash_get_num_entries(session_grants);
+	if (n == 0)
 		return;
-	lease_queue_announce_exit(&session_grants);
+	resources = palloc(n * sizeof(char *));
+	hash_seq_init(&scan, session_grants);
+	while ((grant = hash_seq_search(&scan)) != NULL)
+		resources[i++] = grant->resource;
+	lease_queue_announce_exit(resources, i);
 }
 
 /*

@@ -231,7 +231,9 @@ lease_begin(LeaseCaller *caller)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("table lease.grants does not exist"),
-				 errhint("Reinstall the extension: DROP EXTENSION pg_lease; CREATE EXTENSION pg_lease;")));
+				 errdetail("The extension's objects were changed by hand."),
+				 errhint("Restore lease.grants from a backup.  Do not re-create the extension: "
+						 "its token sequence would start again at 1 and reissue tokens.")));
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for relation %u", relid);
@@ -318,13 +320,22 @@ lease_result_int64(int col)
  * rolled back (dropping any tuple lock it took) if it changed none.  With
  * result non-NULL, the first column of the first row returned is stored
  * there.  Returns the number of rows changed.
+ *
+ * With locked non-NULL, a lock wait ended by lock_timeout (55P03: the row is
+ * locked by a transaction that has not ended, and the caller set the
+ * timeout to its deadline) is not an error: the change is rolled back,
+ * *locked set and 0 returned.  Every other error is re-thrown.
  */
 uint64
-lease_exec_change(LeaseQuery q, Datum *values, const char *nulls, int64 *result)
+lease_exec_change(LeaseQuery q, Datum *values, const char *nulls, int64 *result,
+				  bool *locked)
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	uint64		changed = 0;
+
+	if (locked != NULL)
+		*locked = false;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcontext);
@@ -352,7 +363,11 @@ lease_exec_change(LeaseQuery q, Datum *values, const char *nulls, int64 *result)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
-		ReThrowError(edata);
+		if (locked == NULL || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		*locked = true;
+		changed = 0;
 	}
 	PG_END_TRY();
 

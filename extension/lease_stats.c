@@ -67,16 +67,20 @@ lease_count(LeaseCounter counter)
 }
 
 /*
- * lease_stats -- SQL function lease.stats(): the shared counters
+ * stats_report -- the first ncols counters as the row of lease.stats()
+ *
+ * Each version of the SQL function has its own C symbol, the
+ * pg_stat_statements way: an install that still has an older definition
+ * (before ALTER EXTENSION UPDATE) calls the symbol made for its shape.
  */
-PG_FUNCTION_INFO_V1(lease_stats);
-
-Datum
-lease_stats(PG_FUNCTION_ARGS)
+static Datum
+stats_report(FunctionCallInfo fcinfo, int ncols)
 {
 	TupleDesc	tupdesc;
 	Datum		values[LEASE_NUM_COUNTERS];
 	bool		nulls[LEASE_NUM_COUNTERS] = {0};
+
+	Assert(ncols <= LEASE_NUM_COUNTERS);
 
 	if (lease_state == NULL)
 		ereport(ERROR,
@@ -87,12 +91,34 @@ lease_stats(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	if (tupdesc->natts != LEASE_NUM_COUNTERS)
-		elog(ERROR, "lease.stats() has %d columns, the library counts %d",
-			 tupdesc->natts, LEASE_NUM_COUNTERS);
+	if (tupdesc->natts != ncols)
+		elog(ERROR, "lease.stats() has %d columns, this symbol reports %d",
+			 tupdesc->natts, ncols);
 
-	for (int i = 0; i < LEASE_NUM_COUNTERS; i++)
+	for (int i = 0; i < ncols; i++)
 		values[i] = Int64GetDatum((int64) pg_atomic_read_u64(&lease_state->counters[i]));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * lease_stats -- lease.stats() of version 0.1.0: eight counters
+ */
+PG_FUNCTION_INFO_V1(lease_stats);
+
+Datum
+lease_stats(PG_FUNCTION_ARGS)
+{
+	return stats_report(fcinfo, LEASE_STAT_WAKEUPS);
+}
+
+/*
+ * lease_stats_0_2 -- lease.stats() since version 0.2.0: with wakeups
+ */
+PG_FUNCTION_INFO_V1(lease_stats_0_2);
+
+Datum
+lease_stats_0_2(PG_FUNCTION_ARGS)
+{
+	return stats_report(fcinfo, LEASE_STAT_WAKEUPS + 1);
 }

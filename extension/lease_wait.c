@@ -18,7 +18,9 @@
  * (MaxBackends of them: a backend waits for one resource at a time, so the
  * pool cannot run out).  A waiting backend takes a ticket from a shared
  * counter and fills its slot; the head of a resource's queue is the in-use
- * slot with the smallest ticket.  Only the head tries the table; the others
+ * slot with the smallest ticket among those of the same database and
+ * resource name (each database has its own lease.grants, so its own queues:
+ * a waiter in one database never blocks the same name in another).  Only the head tries the table; the others
  * sleep.  A newcomer, try_acquire included, may take a free resource only if
  * nobody is queued for it.  Wake-ups set the head's latch:
  *
@@ -26,17 +28,22 @@
  *   earlier, the head could still see the old row version); a waiter tries
  *   once more right after joining, since a release that committed between
  *   its last try and its join found nobody to wake;
+ * - a release or break in a prepared transaction wakes the head at COMMIT
+ *   PREPARED: its wake set is kept here, in one PreparedWakes entry per
+ *   prepared transaction (max_prepared_transactions of them), until then;
  * - a head that leaves (granted, timed out, cancelled, or its backend exits)
  *   wakes the next one;
- * - a backend that held session-bound grants marks itself exited in its slot
- *   and wakes their heads as it exits (lease_session.c asks for it);
+ * - a backend that holds session-bound grants marks itself exited in its
+ *   slot and wakes their heads as it exits (lease_session.c asks for it);
  * - expiry needs no waker: the head sleeps until the grant's expires_at.
  *
  * Without preload there is no queue: every waiter re-tries at the expiry
  * instant and at least every lease.poll_interval.
  *
+ * Every latch set here is counted (lease.stats() column wakeups).
+ *
  * Locking notes: WaitQueue.lock (a named LWLock tranche) protects every slot
- * field and next_ticket.  It is held only for scans of the slot array and
+ * field, next_ticket and the PreparedWakes entries.  It is held only for scans of the slot array and
  * never across anything that can raise an error or sleep.  Latches are set
  * while holding it (SetLatch does not block).
  *
@@ -44,6 +51,8 @@
  */
 #include "postgres.h"
 
+#include "access/twophase.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/backendid.h"
 #include "storage/ipc.h"
@@ -62,20 +71,34 @@ int			lease_poll_interval_ms = 50;
 
 typedef struct WaitSlot
 {
-	bool		in_use;			/* waiting for `resource` */
+	bool		in_use;			/* waiting for `resource` in database `dbid` */
 	int			pgprocno;		/* whose latch to set */
 	uint64		ticket;			/* arrival order */
+	Oid			dbid;
 	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];
 	/* set by a backend that exits holding session-bound grants */
 	int			exited_pid;
 	TimestampTz exited_start;
 } WaitSlot;
 
+/* The resources a prepared transaction released or broke: wake at COMMIT PREPARED. */
+typedef struct PreparedWakes
+{
+	bool		in_use;
+	Oid			dbid;
+	char		gid[GIDSIZE];
+	int			n;
+	bool		all;			/* more than fit: wake every waiter of dbid */
+	char		resources[LEASE_MAX_WAKE_SET][LEASE_MAX_RESOURCE_BYTES + 1];
+} PreparedWakes;
+
 typedef struct WaitQueue
 {
 	LWLock	   *lock;
 	uint64		next_ticket;
 	int			nslots;
+	int			nprepared;
+	PreparedWakes *prepared;	/* nprepared entries, after the slots */
 	WaitSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } WaitQueue;
 
@@ -93,8 +116,11 @@ static void queue_exit_hook(int code, Datum arg);
 Size
 lease_queue_shmem_size(void)
 {
-	return add_size(offsetof(WaitQueue, slots),
-					mul_size(MaxBackends, sizeof(WaitSlot)));
+	Size		size = add_size(offsetof(WaitQueue, slots),
+								mul_size(MaxBackends, sizeof(WaitSlot)));
+
+	size = MAXALIGN(size);
+	return add_size(size, mul_size(max_prepared_xacts, sizeof(PreparedWakes)));
 }
 
 /*
@@ -114,6 +140,13 @@ lease_queue_shmem_init(void)
 		wait_queue->next_ticket = 1;
 		wait_queue->nslots = MaxBackends;
 		memset(wait_queue->slots, 0, mul_size(MaxBackends, sizeof(WaitSlot)));
+		wait_queue->nprepared = max_prepared_xacts;
+		wait_queue->prepared = (PreparedWakes *)
+			((char *) wait_queue +
+			 MAXALIGN(add_size(offsetof(WaitQueue, slots),
+							   mul_size(MaxBackends, sizeof(WaitSlot)))));
+		memset(wait_queue->prepared, 0,
+			   mul_size(max_prepared_xacts, sizeof(PreparedWakes)));
 	}
 }
 
@@ -138,12 +171,21 @@ lease_queue_enabled(void)
 }
 
 /*
+ * queue_slot_waits_for -- is the slot queued for this resource of this database?
+ */
+static inline bool
+queue_slot_waits_for(const WaitSlot *s, Oid dbid, const char *resource)
+{
+	return s->in_use && s->dbid == dbid && strcmp(s->resource, resource) == 0;
+}
+
+/*
  * queue_head -- the queued slot with the smallest ticket for a resource
  *
  * Caller holds the lock.
  */
 static WaitSlot *
-queue_head(const char *resource)
+queue_head(Oid dbid, const char *resource)
 {
 	WaitSlot   *head = NULL;
 
@@ -151,11 +193,21 @@ queue_head(const char *resource)
 	{
 		WaitSlot   *s = &wait_queue->slots[i];
 
-		if (s->in_use && strcmp(s->resource, resource) == 0 &&
+		if (queue_slot_waits_for(s, dbid, resource) &&
 			(head == NULL || s->ticket < head->ticket))
 			head = s;
 	}
 	return head;
+}
+
+/*
+ * queue_wake_slot -- set a queued backend's latch, and count it
+ */
+static void
+queue_wake_slot(const WaitSlot *s)
+{
+	SetLatch(&GetPGProcByNumber(s->pgprocno)->procLatch);
+	lease_count(LEASE_STAT_WAKEUPS);
 }
 
 /*
@@ -164,12 +216,12 @@ queue_head(const char *resource)
  * Caller holds the lock.
  */
 static void
-queue_wake_head(const char *resource)
+queue_wake_head(Oid dbid, const char *resource)
 {
-	WaitSlot   *head = queue_head(resource);
+	WaitSlot   *head = queue_head(dbid, resource);
 
 	if (head != NULL)
-		SetLatch(&GetPGProcByNumber(head->pgprocno)->procLatch);
+		queue_wake_slot(head);
 }
 
 /*
@@ -187,7 +239,7 @@ lease_queue_may_take(const char *resource)
 		return true;
 
 	LWLockAcquire(wait_queue->lock, LW_SHARED);
-	head = queue_head(resource);
+	head = queue_head(MyDatabaseId, resource);
 	result = (head == NULL || head == my_slot);
 	LWLockRelease(wait_queue->lock);
 	return result;
@@ -214,6 +266,7 @@ lease_queue_join(const char *resource)
 	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
 	slot->pgprocno = MyProc->pgprocno;
 	slot->ticket = wait_queue->next_ticket++;
+	slot->dbid = MyDatabaseId;
 	strlcpy(slot->resource, resource, sizeof(slot->resource));
 	slot->in_use = true;
 	LWLockRelease(wait_queue->lock);
@@ -237,17 +290,18 @@ lease_queue_leave(void)
 		return;
 
 	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
-	was_head = (queue_head(my_slot->resource) == my_slot);
+	was_head = (queue_head(my_slot->dbid, my_slot->resource) == my_slot);
 	strlcpy(resource, my_slot->resource, sizeof(resource));
 	my_slot->in_use = false;
-	my_slot = NULL;
 	if (was_head)
-		queue_wake_head(resource);
+		queue_wake_head(my_slot->dbid, resource);
+	my_slot = NULL;
 	LWLockRelease(wait_queue->lock);
 }
 
 /*
- * lease_waiter_count -- backends queued for a resource; -1 without a queue
+ * lease_waiter_count -- backends queued for a resource of this database; -1
+ * without a queue
  */
 int
 lease_waiter_count(const char *resource)
@@ -262,7 +316,7 @@ lease_waiter_count(const char *resource)
 	{
 		WaitSlot   *s = &wait_queue->slots[i];
 
-		if (s->in_use && strcmp(s->resource, resource) == 0)
+		if (queue_slot_waits_for(s, MyDatabaseId, resource))
 			n++;
 	}
 	LWLockRelease(wait_queue->lock);
@@ -317,20 +371,20 @@ lease_wake_set_add(LeaseWakeSet *set, const char *resource)
 }
 
 /*
- * queue_wake_everyone -- set the latch of every queued backend
+ * queue_wake_database -- set the latch of every backend queued in a database
  *
  * Caller holds the lock.
  */
 static void
-queue_wake_everyone(void)
+queue_wake_database(Oid dbid)
 {
 	for (int i = 0; i < wait_queue->nslots; i++)
-		if (wait_queue->slots[i].in_use)
-			SetLatch(&GetPGProcByNumber(wait_queue->slots[i].pgprocno)->procLatch);
+		if (wait_queue->slots[i].in_use && wait_queue->slots[i].dbid == dbid)
+			queue_wake_slot(&wait_queue->slots[i]);
 }
 
 /*
- * queue_wake_set -- wake the heads of a wake set's resources
+ * queue_wake_set -- wake the heads of a wake set's resources in this database
  *
  * Caller holds the lock.
  */
@@ -338,11 +392,11 @@ static void
 queue_wake_set(const LeaseWakeSet *set)
 {
 	if (set->all)
-		queue_wake_everyone();	/* each re-checks whether it is a head */
+		queue_wake_database(MyDatabaseId);	/* each re-checks whether it is a head */
 	else
 	{
 		for (int i = 0; i < set->n; i++)
-			queue_wake_head(set->resources[i]);
+			queue_wake_head(MyDatabaseId, set->resources[i]);
 	}
 }
 
@@ -361,20 +415,86 @@ lease_queue_wake(const LeaseWakeSet *set)
 }
 
 /*
- * lease_queue_announce_exit -- this backend exits: mark it so, wake the set
+ * lease_queue_announce_exit -- this backend exits: mark it so, wake the heads
+ * of the resources given (those of its session-bound grants)
  *
  * The mark lets lease.session_alive() answer false at once, so the waiters
  * woken here need not wait for this backend's status entry to disappear.
  */
 void
-lease_queue_announce_exit(const LeaseWakeSet *set)
+lease_queue_announce_exit(const char *const *resources, int n)
 {
 	Assert(lease_queue_enabled());
 
 	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
 	wait_queue->slots[MyBackendId - 1].exited_pid = MyProcPid;
 	wait_queue->slots[MyBackendId - 1].exited_start = MyStartTimestamp;
-	queue_wake_set(set);
+	for (int i = 0; i < n; i++)
+		queue_wake_head(MyDatabaseId, resources[i]);
+	LWLockRelease(wait_queue->lock);
+}
+
+/*
+ * lease_queue_defer_wakes -- keep a prepared transaction's wake set until
+ * COMMIT PREPARED or ROLLBACK PREPARED of gid
+ *
+ * An entry left over by a transaction finished without us seeing it (it
+ * cannot happen in one server run, but costs nothing to allow for) is reused
+ * when no entry is free: its waiters then fall back to polling.
+ */
+void
+lease_queue_defer_wakes(const char *gid, const LeaseWakeSet *set)
+{
+	PreparedWakes *entry = NULL;
+
+	if (wait_queue == NULL || wait_queue->nprepared == 0)
+		return;
+
+	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < wait_queue->nprepared && entry == NULL; i++)
+		if (!wait_queue->prepared[i].in_use)
+			entry = &wait_queue->prepared[i];
+	if (entry == NULL)
+		entry = &wait_queue->prepared[0];
+	entry->in_use = true;
+	entry->dbid = MyDatabaseId;
+	strlcpy(entry->gid, gid, sizeof(entry->gid));
+	entry->all = set->all;
+	entry->n = set->n;
+	for (int i = 0; i < set->n; i++)
+		strlcpy(entry->resources[i], set->resources[i], sizeof(entry->resources[i]));
+	LWLockRelease(wait_queue->lock);
+}
+
+/*
+ * lease_queue_finish_prepared -- gid was committed (wake its set) or rolled
+ * back (forget it)
+ *
+ * Called once COMMIT PREPARED has made the transaction visible, so a woken
+ * head sees its releases.
+ */
+void
+lease_queue_finish_prepared(const char *gid, bool committed)
+{
+	if (wait_queue == NULL || wait_queue->nprepared == 0)
+		return;
+
+	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < wait_queue->nprepared; i++)
+	{
+		PreparedWakes *entry = &wait_queue->prepared[i];
+
+		if (!entry->in_use || entry->dbid != MyDatabaseId || strcmp(entry->gid, gid) != 0)
+			continue;
+		if (committed && entry->all)
+			queue_wake_database(entry->dbid);
+		else if (committed)
+		{
+			for (int r = 0; r < entry->n; r++)
+				queue_wake_head(entry->dbid, entry->resources[r]);
+		}
+		entry->in_use = false;
+	}
 	LWLockRelease(wait_queue->lock);
 }
 

@@ -11,7 +11,11 @@
  * and break functions (lease_grant_ops.c) only note these facts here.
  *
  * Wake-ups wait for the commit: woken earlier, a queue head could still see
- * the old row version.  At abort or prepare they are forgotten.
+ * the old row version.  At abort they are forgotten.  At PREPARE TRANSACTION
+ * they are handed to the queue (lease_wait.c keeps them in shared memory,
+ * under the transaction's GID) and woken by COMMIT PREPARED, from whichever
+ * backend runs it; the GIDs come from a ProcessUtility hook, installed when
+ * the library is preloaded (there is no queue otherwise).
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +23,8 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 
 #include "pg_lease.h"
@@ -31,6 +37,11 @@ static XLogRecPtr release_only_end = InvalidXLogRecPtr;
 
 /* Resources released or broken in the current transaction: wake at commit. */
 static LeaseWakeSet pending_wakes;
+
+/* The GID of the PREPARE TRANSACTION this transaction ends with, if any. */
+static char prepare_gid[GIDSIZE];
+
+static ProcessUtility_hook_type prev_process_utility = NULL;
 
 /*
  * lease_xact_release_starts -- is everything this transaction wrote so far releases?
@@ -65,13 +76,19 @@ lease_xact_wake_at_commit(const char *resource)
 }
 
 /*
- * xact_wake_pending -- at commit: wake the heads noted; at abort: forget them
+ * xact_wake_pending -- at commit: wake the heads noted; at prepare: keep them
+ * for COMMIT PREPARED; at abort: forget them
  */
 static void
-xact_wake_pending(bool committed)
+xact_wake_pending(XactEvent event)
 {
-	if (committed && (pending_wakes.n > 0 || pending_wakes.all))
+	bool		any = pending_wakes.n > 0 || pending_wakes.all;
+
+	if (any && event == XACT_EVENT_COMMIT)
 		lease_queue_wake(&pending_wakes);
+	else if (any && event == XACT_EVENT_PREPARE && prepare_gid[0] != '\0')
+		lease_queue_defer_wakes(prepare_gid, &pending_wakes);
+	prepare_gid[0] = '\0';
 
 	for (int i = 0; i < pending_wakes.n; i++)
 		pfree(pending_wakes.resources[i]);
@@ -106,16 +123,57 @@ lease_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 			/* the release is visible now: its waiters may take the resource */
 			release_only_end = InvalidXLogRecPtr;
-			xact_wake_pending(true);
+			xact_wake_pending(event);
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			release_only_end = InvalidXLogRecPtr;
-			xact_wake_pending(false);
+			xact_wake_pending(event);
 			break;
 		default:
 			break;
 	}
+}
+
+/*
+ * xact_process_utility -- note PREPARE TRANSACTION's GID; after COMMIT or
+ * ROLLBACK PREPARED, wake or forget what that transaction released
+ *
+ * COMMIT PREPARED has made the prepared transaction visible when the
+ * standard processing returns, so a head woken then sees its releases.
+ */
+static void
+xact_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					 ProcessUtilityContext context, ParamListInfo params,
+					 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	TransactionStmt *stmt = NULL;
+
+	if (IsA(pstmt->utilityStmt, TransactionStmt))
+		stmt = (TransactionStmt *) pstmt->utilityStmt;
+	if (stmt != NULL && stmt->kind == TRANS_STMT_PREPARE)
+		strlcpy(prepare_gid, stmt->gid, sizeof(prepare_gid));
+
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,
+							 queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
+
+	if (stmt != NULL && (stmt->kind == TRANS_STMT_COMMIT_PREPARED ||
+						 stmt->kind == TRANS_STMT_ROLLBACK_PREPARED))
+		lease_queue_finish_prepared(stmt->gid, stmt->kind == TRANS_STMT_COMMIT_PREPARED);
+}
+
+/*
+ * lease_xact_install_utility_hook -- follow prepared transactions (preload only)
+ */
+void
+lease_xact_install_utility_hook(void)
+{
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = xact_process_utility;
 }

@@ -6,8 +6,8 @@
  *
  * The modules, lowest first (a module calls only those above it here):
  *
- *	lease_wait.c		the shared-memory FIFO wait queue and the sleep
  *	lease_stats.c		the shared counters and lease.stats()
+ *	lease_wait.c		the shared-memory FIFO wait queue and the sleep
  *	lease_args.c		SQL arguments, checked, into a LeaseRequest
  *	lease_spi.c			the statements on lease.grants and how they run
  *	lease_xact.c		commit-time work: async release-only commit, wake-ups
@@ -51,6 +51,27 @@ typedef struct LeaseRequest
 	int64		token;
 } LeaseRequest;
 
+/* ---- lease_stats.c: shared counters ---- */
+
+/* Counters reported by lease.stats(), in its column order. */
+typedef enum LeaseCounter
+{
+	LEASE_STAT_GRANTS,
+	LEASE_STAT_CONTENDED,
+	LEASE_STAT_TIMEOUTS,
+	LEASE_STAT_TAKEOVERS,
+	LEASE_STAT_RENEWALS,
+	LEASE_STAT_FAILED_RENEWALS,
+	LEASE_STAT_RELEASES,
+	LEASE_STAT_FENCE_REJECTIONS,
+	LEASE_STAT_WAKEUPS,			/* since 0.2.0 (lease_stats_0_2) */
+	LEASE_NUM_COUNTERS
+} LeaseCounter;
+
+extern Size lease_stats_shmem_size(void);
+extern void lease_stats_shmem_init(void);
+extern void lease_count(LeaseCounter counter);
+
 /* ---- lease_wait.c: the wait queue ---- */
 
 extern int	lease_poll_interval_ms;	/* GUC lease.poll_interval */
@@ -79,28 +100,10 @@ extern int	lease_waiter_count(const char *resource);
 extern void lease_wait_until(TimestampTz wake_at);
 extern void lease_wake_set_add(LeaseWakeSet *set, const char *resource);
 extern void lease_queue_wake(const LeaseWakeSet *set);
-extern void lease_queue_announce_exit(const LeaseWakeSet *set);
+extern void lease_queue_announce_exit(const char *const *resources, int n);
+extern void lease_queue_defer_wakes(const char *gid, const LeaseWakeSet *set);
+extern void lease_queue_finish_prepared(const char *gid, bool committed);
 extern bool lease_queue_session_exited(int pid, TimestampTz started);
-
-/* ---- lease_stats.c: shared counters ---- */
-
-/* Counters reported by lease.stats(), in its column order. */
-typedef enum LeaseCounter
-{
-	LEASE_STAT_GRANTS,
-	LEASE_STAT_CONTENDED,
-	LEASE_STAT_TIMEOUTS,
-	LEASE_STAT_TAKEOVERS,
-	LEASE_STAT_RENEWALS,
-	LEASE_STAT_FAILED_RENEWALS,
-	LEASE_STAT_RELEASES,
-	LEASE_STAT_FENCE_REJECTIONS,
-	LEASE_NUM_COUNTERS
-} LeaseCounter;
-
-extern Size lease_stats_shmem_size(void);
-extern void lease_stats_shmem_init(void);
-extern void lease_count(LeaseCounter counter);
 
 /* ---- lease_args.c: SQL arguments ---- */
 
@@ -158,7 +161,7 @@ extern void lease_begin(LeaseCaller *caller);
 extern void lease_end(LeaseCaller *caller);
 extern uint64 lease_exec(LeaseQuery q, Datum *values, const char *nulls);
 extern uint64 lease_exec_change(LeaseQuery q, Datum *values, const char *nulls,
-								int64 *result);
+								int64 *result, bool *locked);
 extern int64 lease_result_int64(int col);
 extern void lease_read_row(text *resource, LeaseRow *row);
 
@@ -168,10 +171,12 @@ extern void lease_xact_callback(XactEvent event, void *arg);
 extern bool lease_xact_release_starts(void);
 extern void lease_xact_release_done(bool release_only);
 extern void lease_xact_wake_at_commit(const char *resource);
+extern void lease_xact_install_utility_hook(void);
 
 /* ---- lease_session.c: session liveness ---- */
 
 extern void lease_session_note_grant(const char *resource);
+extern void lease_session_forget_grant(const char *resource);
 
 /* ---- lease_acquire.c: acquire ---- */
 

@@ -47,6 +47,7 @@ fi
 
 # the updated schema equals a fresh install's
 fresh_db shell_upgrade_fresh
+q -c "GRANT EXECUTE ON FUNCTION lease.break(text) TO lease_upgrade_admin"	# as granted above
 fresh="$(q -f "$here/sql/describe_extension.sql")"
 TESTDB=shell_upgrade
 updated="$(q -f "$here/sql/describe_extension.sql")"
