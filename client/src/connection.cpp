@@ -32,6 +32,18 @@ interval_ms(milliseconds d)
 	return std::to_string(d.count()) + " milliseconds";
 }
 
+// sqlstate_of -- libpqxx 6 throws some classes without their SQLSTATE
+// (insufficient_privilege has none): fill it in from the class.
+std::string
+sqlstate_of(const pqxx::sql_error &e)
+{
+	if (!e.sqlstate().empty())
+		return e.sqlstate();
+	if (dynamic_cast<const pqxx::insufficient_privilege *>(&e))
+		return "42501";
+	return {};
+}
+
 // Run body(); map what it throws.
 template <class T, class Body>
 Result<T>
@@ -47,13 +59,21 @@ guarded(Db *db, Body &&body) noexcept
 		if (db)
 			db->broken = true;
 		return Error{Errc::unavailable, "08007", std::string{"transaction outcome unknown: "} + e.what()};
+	} catch (const pqxx::transaction_rollback &e) {
+		// not an sql_error in libpqxx 6, and without SQLSTATE: keep it
+		// retryable (is_retryable looks for class 40)
+		std::string state = dynamic_cast<const pqxx::deadlock_detected *>(&e)              ? "40P01"
+		                    : dynamic_cast<const pqxx::statement_completion_unknown *>(&e) ? "40003"
+		                    : dynamic_cast<const pqxx::serialization_failure *>(&e)        ? "40001"
+		                                                                                   : "40000";
+		return Error{errc_from_sqlstate(state), state, e.what()};
 	} catch (const pqxx::sql_error &e) {
 		if (db && (!db->conn || !db->conn->is_open()))
 			db->broken = true;
 		std::string msg = e.what();
 		while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' '))
 			msg.pop_back();
-		std::string state = e.sqlstate();
+		std::string state = sqlstate_of(e);
 		// a terminated session reports 57P01 and then is gone
 		if (state.rfind("57P", 0) == 0 || state.rfind("08", 0) == 0) {
 			if (db)

@@ -631,3 +631,57 @@ TEST_F(ClientTest, CliAcquireRenewReleaseAndStatus)
 	    76);
 	EXPECT_EQ(run_shell(cli + " acquire --resource '" + r + "' 2>/dev/null"), 64);
 }
+
+// libpqxx 6 throws insufficient_privilege without its SQLSTATE: the CLI must
+// still answer 77 (permission), not 70 (internal).
+TEST_F(ClientTest, CliRenewAndReleaseOfAnotherRolesLeaseExit77)
+{
+	std::string cli = PGLEASE_CLI;
+	auto r = unique_resource();
+	Admin admin;
+	admin.exec("DROP ROLE IF EXISTS pglease_cli_other");
+	admin.exec("CREATE ROLE pglease_cli_other LOGIN");
+	std::int64_t token = admin.acquire(r, "30 s");
+	ASSERT_GT(token, 0);
+	std::string as_other = cli + " --dsn 'user=pglease_cli_other' ";
+	EXPECT_EQ(run_shell(as_other + "renew --resource '" + r + "' --token " + std::to_string(token) +
+	                    " --ttl 30s 2>/dev/null"),
+	          77);
+	EXPECT_EQ(run_shell(as_other + "release --resource '" + r + "' --token " + std::to_string(token) +
+	                    " 2>/dev/null"),
+	          77);
+	EXPECT_TRUE(admin.is_current(r, token)) << "another role's renew/release must leave the lease alone";
+	admin.exec("DROP ROLE pglease_cli_other");
+}
+
+TEST_F(ClientTest, PermissionErrorCarriesSqlstate42501)
+{
+	auto r = unique_resource();
+	Admin admin;
+	admin.exec("DROP ROLE IF EXISTS pglease_api_other");
+	admin.exec("CREATE ROLE pglease_api_other LOGIN");
+	std::int64_t token = admin.acquire(r, "30 s");
+	ASSERT_GT(token, 0);
+	{
+		pglease::Client other{"user=pglease_api_other"};
+		auto renewed = other.renew(r, token, 30s);
+		ASSERT_FALSE(renewed);
+		EXPECT_EQ(renewed.error().code, Errc::permission) << renewed.error();
+		EXPECT_EQ(renewed.error().sqlstate, "42501");
+	}
+	admin.exec("DROP ROLE pglease_api_other");
+}
+
+// libpqxx 6 throws serialization failures outside sql_error: they must still
+// be reported with their SQLSTATE, so is_retryable() says to retry.
+TEST_F(ClientTest, SerializationFailureInFencedCallbackIsRetryable)
+{
+	pglease::Client client{""};
+	auto lease = client.acquire(unique_resource(), opts(10s));
+	ASSERT_TRUE(lease) << lease.error();
+	auto done = client.fenced(
+	    *lease, [](pqxx::work &tx) { tx.exec("DO $$BEGIN RAISE EXCEPTION USING ERRCODE = '40001'; END$$"); });
+	ASSERT_FALSE(done);
+	EXPECT_EQ(done.error().sqlstate, "40001") << done.error();
+	EXPECT_TRUE(pglease::is_retryable(done.error())) << done.error();
+}
