@@ -528,8 +528,9 @@ Client::run_fenced(const Lease *lease, std::string_view, std::chrono::millisecon
 	if (!lease->state_)
 		return Error{Errc::lost, "", "empty lease"};
 	// no local pre-check: the fence in the server is the authority
-	Result<void> r = core_->with_db<void>(
-	    [&](detail::Db &db) { return detail::db_fenced(db, lease->resource(), lease->token(), fn); });
+	Result<void> r = core_->with_db<void>([&](detail::Db &db) {
+		return detail::db_fenced(db, lease->resource(), lease->token(), core_->options().statement_grace, fn);
+	});
 	if (!r && r.error().code == Errc::lost)
 		detail::ClientCore::mark_lost(*lease->state_, r.error());
 	return r;
@@ -539,8 +540,9 @@ Result<void>
 Client::run_advisory(const Lease *, std::string_view resource, std::chrono::milliseconds wait,
                      const TxFn &fn) noexcept
 {
-	return core_->with_db<void>(
-	    [&](detail::Db &db) { return detail::db_with_advisory(db, resource, wait, fn); });
+	return core_->with_db<void>([&](detail::Db &db) {
+		return detail::db_with_advisory(db, resource, wait, wait + core_->options().statement_grace, fn);
+	});
 }
 
 Result<void>
@@ -568,7 +570,8 @@ Client::release(std::string_view resource, std::int64_t token) noexcept
 Result<std::vector<LeaseInfo>>
 Client::status() noexcept
 {
-	return core_->with_db<std::vector<LeaseInfo>>([&](detail::Db &db) { return detail::db_status(db); });
+	return core_->with_db<std::vector<LeaseInfo>>(
+	    [&](detail::Db &db) { return detail::db_status(db, core_->options().statement_grace); });
 }
 
 } // namespace pglease

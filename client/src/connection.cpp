@@ -102,6 +102,13 @@ bounded(pqxx::nontransaction &tx, milliseconds timeout, const std::string &call)
 	return r.at(0);
 }
 
+// set_local_timeout -- statement_timeout for the rest of a transaction
+void
+set_local_timeout(pqxx::transaction_base &tx, milliseconds timeout)
+{
+	tx.exec("SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())));
+}
+
 } // namespace
 
 Result<DbPtr>
@@ -173,11 +180,12 @@ db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds t
 }
 
 Result<void>
-db_fenced(Db &db, std::string_view resource, std::int64_t token,
+db_fenced(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,
           const std::function<void(pqxx::work &)> &fn) noexcept
 {
 	return guarded<void>(&db, [&]() -> Result<void> {
 		pqxx::work tx{*db.conn};
+		set_local_timeout(tx, timeout);
 		tx.exec_params("SELECT lease.fence($1, $2)", std::string{resource}, token);
 		fn(tx);
 		tx.commit();
@@ -199,11 +207,12 @@ db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) n
 }
 
 Result<void>
-db_with_advisory(Db &db, std::string_view resource, milliseconds wait,
+db_with_advisory(Db &db, std::string_view resource, milliseconds wait, milliseconds timeout,
                  const std::function<void(pqxx::work &)> &fn) noexcept
 {
 	return guarded<void>(&db, [&]() -> Result<void> {
 		pqxx::work tx{*db.conn};
+		set_local_timeout(tx, timeout);
 		Result<void> locked = db_advisory_lock(tx, resource, wait);
 		if (!locked)
 			return locked.error();
@@ -214,14 +223,16 @@ db_with_advisory(Db &db, std::string_view resource, milliseconds wait,
 }
 
 Result<std::vector<LeaseInfo>>
-db_status(Db &db) noexcept
+db_status(Db &db, milliseconds timeout) noexcept
 {
 	return guarded<std::vector<LeaseInfo>>(&db, [&]() -> Result<std::vector<LeaseInfo>> {
 		pqxx::nontransaction tx{*db.conn};
-		pqxx::result res =
-		    tx.exec("SELECT resource, holder, token, owner::text,"
-		            "       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters"
-		            "  FROM lease.leases ORDER BY resource");
+		// one simple-query message: SET LOCAL lasts for this statement only
+		pqxx::result res = tx.exec(
+		    "SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
+		    "; SELECT resource, holder, token, owner::text,"
+		    "       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters"
+		    "  FROM lease.leases ORDER BY resource");
 		std::vector<LeaseInfo> out;
 		for (const auto &row : res) {
 			LeaseInfo info;

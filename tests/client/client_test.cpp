@@ -685,3 +685,62 @@ TEST_F(ClientTest, SerializationFailureInFencedCallbackIsRetryable)
 	EXPECT_EQ(done.error().sqlstate, "40001") << done.error();
 	EXPECT_TRUE(pglease::is_retryable(done.error())) << done.error();
 }
+
+// statement_grace bounds every call, not only acquire/renew/release.
+TEST_F(ClientTest, FencedStatementPastStatementGraceTimesOut)
+{
+	pglease::ClientOptions co;
+	co.statement_grace = 300ms;
+	pglease::Client client{"", co};
+	auto lease = client.acquire(unique_resource(), opts(10s));
+	ASSERT_TRUE(lease) << lease.error();
+	auto t0 = std::chrono::steady_clock::now();
+	auto done = client.fenced(*lease, [](pqxx::work &tx) { tx.exec("SELECT pg_sleep(3)"); });
+	ASSERT_FALSE(done) << "a 3 s statement ran to the end under a 300 ms statement_grace";
+	EXPECT_EQ(done.error().code, Errc::timeout) << done.error();
+	EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+	EXPECT_TRUE(lease->valid()) << "a timeout is not a loss";
+}
+
+TEST_F(ClientTest, WithAdvisoryStatementPastWaitPlusGraceTimesOut)
+{
+	pglease::ClientOptions co;
+	co.statement_grace = 300ms;
+	pglease::Client client{"", co};
+	auto t0 = std::chrono::steady_clock::now();
+	auto done =
+	    client.with_advisory(unique_resource(), 100ms, [](pqxx::work &tx) { tx.exec("SELECT pg_sleep(3)"); });
+	ASSERT_FALSE(done) << "a 3 s statement ran to the end under wait 100 ms + grace 300 ms";
+	EXPECT_EQ(done.error().code, Errc::timeout) << done.error();
+	EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+}
+
+TEST_F(ClientTest, StatusBlockedPastStatementGraceTimesOut)
+{
+	pglease::ClientOptions co;
+	co.statement_grace = 300ms;
+	pglease::Client client{"", co};
+	// another session holds lease.grants exclusively for 3 s
+	std::thread blocker([] {
+		run_shell("psql -X -q -c 'BEGIN; LOCK TABLE lease.grants IN ACCESS EXCLUSIVE MODE; "
+		          "SELECT pg_sleep(3); COMMIT' >/dev/null");
+	});
+	Admin admin;
+	bool locked = eventually(
+	    [&] {
+		    return admin
+		               .one("SELECT count(*) FROM pg_locks WHERE relation = 'lease.grants'::regclass"
+		                    " AND mode = 'AccessExclusiveLock' AND granted")[0]
+		               .as<int>() == 1;
+	    },
+	    2s);
+	auto t0 = std::chrono::steady_clock::now();
+	auto rows = locked ? client.status()
+	                   : pglease::Result<std::vector<pglease::LeaseInfo>>{std::vector<pglease::LeaseInfo>{}};
+	auto took = std::chrono::steady_clock::now() - t0;
+	blocker.join();
+	ASSERT_TRUE(locked) << "the blocking session did not get its lock";
+	ASSERT_FALSE(rows) << "status waited past its statement_grace for a locked table";
+	EXPECT_EQ(rows.error().code, Errc::timeout) << rows.error();
+	EXPECT_LT(took, 2s);
+}

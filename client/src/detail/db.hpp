@@ -38,11 +38,13 @@ Result<std::optional<std::int64_t>> db_acquire(Db &db, std::string_view resource
 Result<bool> db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl,
                       milliseconds timeout) noexcept;
 Result<bool> db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout) noexcept;
-Result<void> db_fenced(Db &db, std::string_view resource, std::int64_t token,
+/// The transactions of fenced/with_advisory run every statement (fn's too)
+/// under statement_timeout = timeout (SET LOCAL: it ends with them).
+Result<void> db_fenced(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,
                        const std::function<void(pqxx::work &)> &fn) noexcept;
-Result<void> db_with_advisory(Db &db, std::string_view resource, milliseconds wait,
+Result<void> db_with_advisory(Db &db, std::string_view resource, milliseconds wait, milliseconds timeout,
                               const std::function<void(pqxx::work &)> &fn) noexcept;
 Result<void> db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) noexcept;
-Result<std::vector<LeaseInfo>> db_status(Db &db) noexcept;
+Result<std::vector<LeaseInfo>> db_status(Db &db, milliseconds timeout) noexcept;
 
 } // namespace pglease::detail
