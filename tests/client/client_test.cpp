@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <new>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -19,6 +20,34 @@
 
 using namespace std::chrono_literals;
 using pglease::Errc;
+
+// Allocation failure on demand, for this thread only: the global operator
+// new is replaced for the whole test binary (library included).
+namespace {
+thread_local bool t_fail_allocations = false;
+}
+
+void *
+operator new(std::size_t size)
+{
+	if (t_fail_allocations)
+		throw std::bad_alloc{};
+	if (void *p = std::malloc(size ? size : 1))
+		return p;
+	throw std::bad_alloc{};
+}
+
+void
+operator delete(void *p) noexcept
+{
+	std::free(p);
+}
+
+void
+operator delete(void *p, std::size_t) noexcept
+{
+	std::free(p);
+}
 
 namespace {
 
@@ -179,6 +208,34 @@ TEST(Describe, PrintsTheFourLines)
 	o.strategy = pglease::Strategy::advisory;
 	o.ttl = 600ms;
 	EXPECT_EQ(pglease::describe(o), "Provider: PostgreSQL\nStrategy: Advisory\nTTL: 600ms\nSafety: none\n");
+}
+
+// Client(...) is noexcept: a failed construction must not std::terminate,
+// and every call of that client then reports it.
+TEST(ClientConstruction, FailedAllocationLeavesClientThatReportsInternal)
+{
+	t_fail_allocations = true;
+	pglease::Client client{""};
+	t_fail_allocations = false;
+	auto lease = client.acquire("cxx/construction", {});
+	ASSERT_FALSE(lease);
+	EXPECT_EQ(lease.error().code, Errc::internal);
+	EXPECT_NE(lease.error().message.find("construct"), std::string::npos) << lease.error();
+	auto renewed = client.renew("cxx/construction", 1, 1s);
+	ASSERT_FALSE(renewed);
+	EXPECT_EQ(renewed.error().code, Errc::internal);
+	auto released = client.release("cxx/construction", 1);
+	ASSERT_FALSE(released);
+	EXPECT_EQ(released.error().code, Errc::internal);
+	auto rows = client.status();
+	ASSERT_FALSE(rows);
+	EXPECT_EQ(rows.error().code, Errc::internal);
+	bool ran = false;
+	auto advised = client.with_advisory("cxx/construction", 0ms, [&](pqxx::work &) { ran = true; });
+	ASSERT_FALSE(advised);
+	EXPECT_EQ(advised.error().code, Errc::internal);
+	EXPECT_FALSE(ran);
+	EXPECT_TRUE(client.default_holder().empty());
 }
 
 // ---- grants ------------------------------------------------------------------
