@@ -53,7 +53,9 @@ struct AdviseResult {
 [[nodiscard]] AdviseResult decide(const AdviseInput &input);
 
 // render -- the four lines, then the explanation when input.explain, then the
-// code for input.emit ("sql" or "cpp"); every line ends with '\n'.
+// code for input.emit ("sql" or "cpp"); every line ends with '\n'.  With
+// emit "sql" (PostgreSQL) the four lines and the explanation are SQL comments
+// ("-- Provider: PostgreSQL"), so the output is a psql script as it is.
 [[nodiscard]] std::string render(const Advice &advice, const AdviseInput &input);
 
 // advise_main -- parse argv (argv[0] is "advise"), print the advice on out and
