@@ -82,9 +82,11 @@ public:
 				                 " ms (last error: " + last_error_.message + ")"};
 			}
 		}
-		Result<DbPtr> db = db_connect(conninfo_, options_.connect_timeout);
+		Result<DbPtr> db = db_connect(conninfo_, options_.connect_timeout, options_.statement_grace);
 		std::lock_guard<std::mutex> lk(pool_mu_);
-		if (db) {
+		if (db || db.error().code != Errc::unavailable) {
+			// the server answered (a refused extension version is final, not
+			// a reason to back off)
 			backoff_ = options_.backoff_initial;
 			next_connect_ = Clock::time_point{};
 			return db;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "detail/db.hpp"
+#include "pglease/version.hpp"
 
 namespace pglease::detail {
 
@@ -112,7 +113,7 @@ set_local_timeout(pqxx::transaction_base &tx, milliseconds timeout)
 } // namespace
 
 Result<DbPtr>
-db_connect(const std::string &conninfo, milliseconds connect_timeout) noexcept
+db_connect(const std::string &conninfo, milliseconds connect_timeout, milliseconds statement_timeout) noexcept
 {
 	return guarded<DbPtr>(nullptr, [&]() -> Result<DbPtr> {
 		DbPtr db{new Db};
@@ -121,6 +122,20 @@ db_connect(const std::string &conninfo, milliseconds connect_timeout) noexcept
 		                 std::to_string(std::max<long long>(1, (connect_timeout.count() + 999) / 1000)) +
 		                 " " + conninfo;
 		db->conn = std::make_unique<pqxx::connection>(ci);
+		// once per connection: an older extension than the one this client
+		// was built for may lack what it calls.  No row: not installed, which
+		// the calls themselves report (3F000, 42883).
+		pqxx::nontransaction tx{*db->conn};
+		pqxx::result r =
+		    tx.exec("SET LOCAL statement_timeout = " +
+		            std::to_string(std::max<long long>(1, statement_timeout.count())) +
+		            "; SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_lease'");
+		if (!r.empty() && compare_versions(r[0][0].c_str(), extension_version) < 0)
+			return Error{Errc::not_installed, "",
+			             "pg_lease " + std::string{r[0][0].c_str()} +
+			                 " is installed in this database, but this client needs " +
+			                 std::string{extension_version} +
+			                 " or newer: run ALTER EXTENSION pg_lease UPDATE (as its owner)"};
 		return db;
 	});
 }

@@ -801,3 +801,82 @@ TEST_F(ClientTest, StatusBlockedPastStatementGraceTimesOut)
 	EXPECT_EQ(rows.error().code, Errc::timeout) << rows.error();
 	EXPECT_LT(took, 2s);
 }
+
+// ---- the extension version -------------------------------------------------------
+
+TEST(Version, CompareVersionsComparesDottedNumbers)
+{
+	EXPECT_LT(pglease::compare_versions("0.1.0", "0.2.0"), 0);
+	EXPECT_GT(pglease::compare_versions("0.2.0", "0.1.0"), 0);
+	EXPECT_EQ(pglease::compare_versions("0.2.0", "0.2.0"), 0);
+	EXPECT_GT(pglease::compare_versions("0.10.0", "0.9.9"), 0) << "parts are numbers, not text";
+	EXPECT_EQ(pglease::compare_versions("1.0", "1.0.0"), 0);
+	EXPECT_LT(pglease::compare_versions("1.0", "1.0.1"), 0);
+	EXPECT_GT(pglease::compare_versions("2", "1.99"), 0);
+}
+
+// One source of truth: the version the client checks is default_version of
+// pg_lease.control, read by CMake.
+TEST(Version, ExtensionVersionIsTheControlFilesDefaultVersion)
+{
+	std::ifstream control{std::string{PGLEASE_SOURCE_DIR} + "/pg_lease.control"};
+	ASSERT_TRUE(control) << "cannot read pg_lease.control";
+	std::stringstream text;
+	text << control.rdbuf();
+	std::smatch m;
+	std::string s = text.str();
+	ASSERT_TRUE(std::regex_search(s, m, std::regex{R"(default_version\s*=\s*'([^']*)')"}));
+	EXPECT_EQ(m[1].str(), std::string{pglease::extension_version});
+}
+
+TEST_F(ClientTest, OlderInstalledExtensionIsRefusedWithTheFixNewerIsAccepted)
+{
+	const std::string db = "pglease_client_version";
+	ASSERT_EQ(run_shell("psql -X -q -d postgres -c 'DROP DATABASE IF EXISTS " + db +
+	                    "' -c 'CREATE DATABASE " + db + "' && psql -X -q -d " + db +
+	                    " -c 'CREATE EXTENSION pg_lease'"),
+	          0);
+	// as a superuser may: pretend an older install, then a newer one
+	auto set_version = [&](const std::string &v) {
+		return run_shell("psql -X -q -d " + db + " -c \"UPDATE pg_catalog.pg_extension SET extversion = '" +
+		                 v + "' WHERE extname = 'pg_lease'\"");
+	};
+	ASSERT_EQ(set_version("0.0.1"), 0);
+	{
+		pglease::Client client{"dbname=" + db};
+		auto lease = client.acquire(unique_resource(), opts(5s));
+		ASSERT_FALSE(lease) << "a client built for " << pglease::extension_version
+		                    << " used a database with pg_lease 0.0.1";
+		EXPECT_EQ(lease.error().code, Errc::not_installed) << lease.error();
+		EXPECT_NE(lease.error().message.find("0.0.1"), std::string::npos) << lease.error();
+		EXPECT_NE(lease.error().message.find(std::string{pglease::extension_version}), std::string::npos)
+		    << lease.error();
+		EXPECT_NE(lease.error().message.find("ALTER EXTENSION pg_lease UPDATE"), std::string::npos)
+		    << lease.error();
+		auto rows = client.status();
+		ASSERT_FALSE(rows);
+		EXPECT_EQ(rows.error().code, Errc::not_installed) << "refused again, not backed off as unavailable";
+	}
+	ASSERT_EQ(set_version("999.0.0"), 0);
+	{
+		pglease::Client client{"dbname=" + db};
+		auto lease = client.acquire(unique_resource(), opts(5s));
+		EXPECT_TRUE(lease) << "a newer extension must be accepted: " << lease.error();
+	}
+	EXPECT_EQ(run_shell("psql -X -q -d postgres -c 'DROP DATABASE " + db + " WITH (FORCE)'"), 0);
+}
+
+TEST_F(ClientTest, MissingExtensionIsReportedNotInstalled)
+{
+	const std::string db = "pglease_client_noext";
+	ASSERT_EQ(run_shell("psql -X -q -d postgres -c 'DROP DATABASE IF EXISTS " + db +
+	                    "' -c 'CREATE DATABASE " + db + "'"),
+	          0);
+	{
+		pglease::Client client{"dbname=" + db};
+		auto lease = client.acquire(unique_resource(), opts(5s));
+		ASSERT_FALSE(lease);
+		EXPECT_EQ(lease.error().code, Errc::not_installed) << lease.error();
+	}
+	EXPECT_EQ(run_shell("psql -X -q -d postgres -c 'DROP DATABASE " + db + " WITH (FORCE)'"), 0);
+}

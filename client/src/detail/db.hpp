@@ -24,7 +24,10 @@ using DbPtr = std::unique_ptr<Db, DbDeleter>;
 
 using std::chrono::milliseconds;
 
-Result<DbPtr> db_connect(const std::string &conninfo, milliseconds connect_timeout) noexcept;
+/// Connect, and refuse (Errc::not_installed) a database whose pg_lease is
+/// older than extension_version (pglease/version.hpp).
+Result<DbPtr> db_connect(const std::string &conninfo, milliseconds connect_timeout,
+                         milliseconds statement_timeout) noexcept;
 /// False once the connection broke; the pool drops such connections.
 [[nodiscard]] bool db_usable(const Db &db) noexcept;
 [[nodiscard]] int db_backend_pid(const Db &db) noexcept;
