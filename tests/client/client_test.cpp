@@ -689,6 +689,46 @@ TEST_F(ClientTest, CliAcquireRenewReleaseAndStatus)
 	EXPECT_EQ(run_shell(cli + " acquire --resource '" + r + "' 2>/dev/null"), 64);
 }
 
+TEST_F(ClientTest, CliHelpAndVersionExit0WithUsageOnStdout)
+{
+	std::string cli = PGLEASE_CLI;
+	EXPECT_EQ(run_shell(cli + " help 2>/dev/null | grep -q '^usage: pglease'"), 0);
+	EXPECT_EQ(run_shell(cli + " help >/dev/null 2>&1"), 0);
+	EXPECT_EQ(run_shell(cli + " run --help 2>/dev/null | grep -q '^usage: pglease'"), 0);
+	EXPECT_EQ(run_shell(cli + " run --help >/dev/null 2>&1"), 0);
+	EXPECT_EQ(run_shell(cli + " --version >/dev/null 2>&1"), 0);
+	EXPECT_EQ(run_shell(cli + " --version 2>/dev/null | grep -qF 'pglease " +
+	                    std::string{pglease::client_version} + "' && " + cli +
+	                    " --version | grep -qF 'pg_lease " + std::string{pglease::extension_version} + "'"),
+	          0)
+	    << "--version must print the client version and the extension version it was built for";
+}
+
+// The child's environment is built before fork (no setenv beside the renewal
+// thread): the inherited PGLEASE_TOKEN is replaced, not doubled.
+TEST_F(ClientTest, CliRunReplacesInheritedLeaseVariables)
+{
+	std::string cli = PGLEASE_CLI;
+	auto r = unique_resource();
+	EXPECT_EQ(
+	    run_shell("PGLEASE_TOKEN=stale PGLEASE_RESOURCE=stale " + cli + " run --resource '" + r +
+	              "' --ttl 5s -- sh -c 'test \"$PGLEASE_TOKEN\" -gt 0 && test \"$PGLEASE_RESOURCE\" = \"" +
+	              r + "\" && test $(env | grep -c ^PGLEASE_TOKEN=) -eq 1'"),
+	    0);
+}
+
+TEST_F(ClientTest, CliRunOfMissingCommandExits127AndReleases)
+{
+	std::string cli = PGLEASE_CLI;
+	auto r = unique_resource();
+	EXPECT_EQ(
+	    run_shell(cli + " run --resource '" + r + "' --ttl 30s -- /nonexistent/pglease-cmd 2>/dev/null"),
+	    127);
+	Admin admin;
+	EXPECT_EQ(admin.one("SELECT count(*) FROM lease.leases WHERE resource = '" + r + "'")[0].as<int>(), 0)
+	    << "the lease must be released when the command cannot run";
+}
+
 // libpqxx 6 throws insufficient_privilege without its SQLSTATE: the CLI must
 // still answer 77 (permission), not 70 (internal).
 TEST_F(ClientTest, CliRenewAndReleaseOfAnotherRolesLeaseExit77)
