@@ -1,4 +1,4 @@
-// advise.cpp -- `pglease advise`: the decision rule of DESIGN.md §5 as a command.
+// advise.cpp -- `pglease advise`: the decision tree of docs/decision-tree.md as a command.
 //
 // The decision tree, in the order it is applied (each step that decides adds
 // one line to Advice::explanation, printed with --explain):

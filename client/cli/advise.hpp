@@ -3,8 +3,8 @@
 // Pure decision logic (no database, no libpqxx): from the length of the
 // critical section, the number of instances, the infrastructure at hand and
 // what must be protected, it picks a provider, a strategy, a TTL and the
-// safety it gives, printed in the four-line format of DESIGN.md §5. The tree
-// itself is documented at the top of advise.cpp.
+// safety it gives, printed in the four-line format. The tree is written for
+// users in docs/decision-tree.md, and as applied at the top of advise.cpp.
 #ifndef PGLEASE_CLI_ADVISE_HPP
 #define PGLEASE_CLI_ADVISE_HPP
 
