@@ -1,4 +1,4 @@
-// advise.cpp -- `pglease advise`: the decision rule of DESIGN.md §5 as a command.
+// advise.cpp -- `pglease advise`: the decision tree of docs/decision-tree.md as a command.
 //
 // The decision tree, in the order it is applied (each step that decides adds
 // one line to Advice::explanation, printed with --explain):
@@ -681,11 +681,17 @@ decide(const AdviseInput &input)
 std::string
 render(const Advice &advice, const AdviseInput &input)
 {
-	std::string text = "Provider: " + advice.provider + "\n" + "Strategy: " + advice.strategy + "\n" +
-	                   "TTL: " + format_duration(advice.ttl) + "\n" + "Safety: " + advice.safety + "\n";
+	// with --emit sql the whole output is one psql script: what is not SQL is
+	// a comment, so it can be piped into psql as it is
+	const bool sql = input.emit == "sql" && advice.provider == "PostgreSQL";
+	const std::string config = sql ? "-- " : "";
+	const std::string note = sql ? "-- " : "# ";
+	std::string text =
+	    config + "Provider: " + advice.provider + "\n" + config + "Strategy: " + advice.strategy + "\n" +
+	    config + "TTL: " + format_duration(advice.ttl) + "\n" + config + "Safety: " + advice.safety + "\n";
 	if (input.explain)
 		for (const std::string &line : advice.explanation)
-			text += "# " + line + "\n";
+			text += note + line + "\n";
 	if (input.emit.empty())
 		return text;
 	if (advice.provider != "PostgreSQL")

@@ -3,8 +3,8 @@
 // Pure decision logic (no database, no libpqxx): from the length of the
 // critical section, the number of instances, the infrastructure at hand and
 // what must be protected, it picks a provider, a strategy, a TTL and the
-// safety it gives, printed in the four-line format of DESIGN.md §5. The tree
-// itself is documented at the top of advise.cpp.
+// safety it gives, printed in the four-line format. The tree is written for
+// users in docs/decision-tree.md, and as applied at the top of advise.cpp.
 #ifndef PGLEASE_CLI_ADVISE_HPP
 #define PGLEASE_CLI_ADVISE_HPP
 
@@ -53,7 +53,9 @@ struct AdviseResult {
 [[nodiscard]] AdviseResult decide(const AdviseInput &input);
 
 // render -- the four lines, then the explanation when input.explain, then the
-// code for input.emit ("sql" or "cpp"); every line ends with '\n'.
+// code for input.emit ("sql" or "cpp"); every line ends with '\n'.  With
+// emit "sql" (PostgreSQL) the four lines and the explanation are SQL comments
+// ("-- Provider: PostgreSQL"), so the output is a psql script as it is.
 [[nodiscard]] std::string render(const Advice &advice, const AdviseInput &input);
 
 // advise_main -- parse argv (argv[0] is "advise"), print the advice on out and

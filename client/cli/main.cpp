@@ -10,6 +10,7 @@
 // extension missing, 70 internal error, 75 not acquired within --wait,
 // 76 lease lost (run) or token not current (renew/release), 77 permission.
 #include <signal.h>
+#include <spawn.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +31,8 @@
 #include "duration.hpp"
 #include "pglease/pglease.hpp"
 
+extern char **environ;
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -43,6 +46,7 @@ constexpr int exit_permission = 77;
 
 const char *const usage_text =
     "usage: pglease [--dsn DSN] COMMAND [OPTIONS]\n"
+    "       pglease help | --help | --version\n"
     "\n"
     "commands:\n"
     "  run      --resource R --ttl 30s [--wait 10s] [--holder H] [--grace 5s] -- CMD [ARGS...]\n"
@@ -227,29 +231,35 @@ cmd_run(const std::string &dsn, const Args &args)
 	if (!lease)
 		return fail(lease.error());
 
-	std::atomic<bool> lost{false};
-	lease->on_lost([&lost](const pglease::Error &e) {
-		std::cerr << "pglease: lease lost: " << e << "\n";
-		lost = true;
-	});
+	// The loss flag is the lease's own cancel token (shared state), and the
+	// callback captures nothing: the renewal thread may call it until the
+	// lease is gone, after this function's other locals.
+	const pglease::CancelToken cancelled = lease->cancel_token();
+	lease->on_lost([](const pglease::Error &e) { std::cerr << "pglease: lease lost: " << e << "\n"; });
 
-	std::string token = std::to_string(lease->token());
-	setenv("PGLEASE_TOKEN", token.c_str(), 1);
-	setenv("PGLEASE_RESOURCE", resource.c_str(), 1);
+	// Everything the child needs is built here: the renewal thread is
+	// running, so setenv, or any allocation between fork and exec, would be
+	// undefined.  posix_spawnp takes the environment explicitly.
+	std::vector<std::string> env_strings = {"PGLEASE_TOKEN=" + std::to_string(lease->token()),
+	                                        "PGLEASE_RESOURCE=" + resource};
+	for (char **e = environ; *e; e++)
+		if (std::strncmp(*e, "PGLEASE_TOKEN=", 14) != 0 && std::strncmp(*e, "PGLEASE_RESOURCE=", 17) != 0)
+			env_strings.emplace_back(*e);
+	std::vector<char *> envp;
+	for (auto &e : env_strings)
+		envp.push_back(e.data());
+	envp.push_back(nullptr);
+	std::vector<std::string> arg_strings = args.rest;
 	std::vector<char *> argv;
-	for (const auto &a : args.rest)
-		argv.push_back(const_cast<char *>(a.c_str()));
+	for (auto &a : arg_strings)
+		argv.push_back(a.data());
 	argv.push_back(nullptr);
 
-	pid_t child = fork();
-	if (child < 0) {
-		std::cerr << "pglease: fork: " << std::strerror(errno) << "\n";
-		return exit_internal;
-	}
-	if (child == 0) {
-		execvp(argv[0], argv.data());
-		std::fprintf(stderr, "pglease: cannot run %s: %s\n", argv[0], std::strerror(errno));
-		_exit(127);
+	pid_t child = 0;
+	if (int rc = posix_spawnp(&child, argv[0], nullptr, nullptr, argv.data(), envp.data()); rc != 0) {
+		std::cerr << "pglease: cannot run " << argv[0] << ": " << std::strerror(rc) << "\n";
+		(void)lease->release();
+		return 127;
 	}
 	g_child = child;
 	struct sigaction sa {};
@@ -260,6 +270,7 @@ cmd_run(const std::string &dsn, const Args &args)
 	sigaction(SIGHUP, &sa, nullptr);
 
 	int status = 0;
+	bool lost = false;
 	std::optional<std::chrono::steady_clock::time_point> kill_at;
 	for (;;) {
 		pid_t done = waitpid(child, &status, WNOHANG);
@@ -270,7 +281,7 @@ cmd_run(const std::string &dsn, const Args &args)
 			return exit_internal;
 		}
 		// valid() also turns false at the local deadline, before any callback
-		if ((lost || !lease->valid()) && !kill_at) {
+		if ((cancelled.cancelled() || !lease->valid()) && !kill_at) {
 			lost = true;
 			kill(child, SIGTERM);
 			kill_at = std::chrono::steady_clock::now() + *grace;
@@ -378,6 +389,11 @@ main(int argc, char **argv)
 				std::cout << usage_text;
 				return 0;
 			}
+			if (a == "--version") {
+				std::cout << "pglease " << pglease::client_version << " (built for pg_lease "
+				          << pglease::extension_version << ")\n";
+				return 0;
+			}
 			if (a == "--dsn" && i + 1 < argc) {
 				dsn = argv[i + 1];
 				i += 2;
@@ -391,6 +407,10 @@ main(int argc, char **argv)
 		if (i >= argc)
 			return usage_error("no command");
 		std::string cmd = argv[i];
+		if (cmd == "help") {
+			std::cout << usage_text;
+			return 0;
+		}
 		if (cmd == "advise")
 			return pglease::cli::advise_main(argc - i, argv + i, std::cout, std::cerr);
 		if (wants_help(argc, argv, i + 1)) {

@@ -82,9 +82,11 @@ public:
 				                 " ms (last error: " + last_error_.message + ")"};
 			}
 		}
-		Result<DbPtr> db = db_connect(conninfo_, options_.connect_timeout);
+		Result<DbPtr> db = db_connect(conninfo_, options_.connect_timeout, options_.statement_grace);
 		std::lock_guard<std::mutex> lk(pool_mu_);
-		if (db) {
+		if (db || db.error().code != Errc::unavailable) {
+			// the server answered (a refused extension version is final, not
+			// a reason to back off)
 			backoff_ = options_.backoff_initial;
 			next_connect_ = Clock::time_point{};
 			return db;
@@ -441,25 +443,51 @@ Lease::cancel_token() const noexcept
 // ---- Client -----------------------------------------------------------------
 
 Client::Client(std::string conninfo, ClientOptions options) noexcept
-    : core_(std::make_shared<detail::ClientCore>(std::move(conninfo), options))
 {
+	try {
+		core_ = std::make_shared<detail::ClientCore>(std::move(conninfo), options);
+	} catch (const std::exception &e) {
+		try {
+			construction_error_ = std::string{"pglease::Client could not be constructed: "} + e.what();
+		} catch (...) {
+			// no memory for the message either: constructed() has a fixed one
+		}
+	}
 }
 
 Client::~Client()
 {
 	// leases that outlive the client stay valid until their deadline, unrenewed
-	core_->stop();
+	if (core_)
+		core_->stop();
+}
+
+Result<void>
+Client::constructed() const noexcept
+{
+	if (core_)
+		return {};
+	try {
+		return Error{Errc::internal, "",
+		             construction_error_.empty() ? "pglease::Client could not be constructed"
+		                                         : construction_error_};
+	} catch (...) {
+		return Error{};
+	}
 }
 
 const std::string &
 Client::default_holder() const noexcept
 {
-	return core_->holder_prefix();
+	static const std::string none;
+	return core_ ? core_->holder_prefix() : none;
 }
 
 Result<Lease>
 Client::acquire(std::string_view resource, const LeaseOptions &options) noexcept
 {
+	if (auto ok = constructed(); !ok)
+		return ok.error();
 	try {
 		if (options.strategy == Strategy::advisory)
 			return Error{Errc::invalid_argument, "",
@@ -525,11 +553,14 @@ Client::try_acquire(std::string_view resource, LeaseOptions options) noexcept
 Result<void>
 Client::run_fenced(const Lease *lease, std::string_view, std::chrono::milliseconds, const TxFn &fn) noexcept
 {
+	if (auto ok = constructed(); !ok)
+		return ok;
 	if (!lease->state_)
 		return Error{Errc::lost, "", "empty lease"};
 	// no local pre-check: the fence in the server is the authority
-	Result<void> r = core_->with_db<void>(
-	    [&](detail::Db &db) { return detail::db_fenced(db, lease->resource(), lease->token(), fn); });
+	Result<void> r = core_->with_db<void>([&](detail::Db &db) {
+		return detail::db_fenced(db, lease->resource(), lease->token(), core_->options().statement_grace, fn);
+	});
 	if (!r && r.error().code == Errc::lost)
 		detail::ClientCore::mark_lost(*lease->state_, r.error());
 	return r;
@@ -539,8 +570,11 @@ Result<void>
 Client::run_advisory(const Lease *, std::string_view resource, std::chrono::milliseconds wait,
                      const TxFn &fn) noexcept
 {
-	return core_->with_db<void>(
-	    [&](detail::Db &db) { return detail::db_with_advisory(db, resource, wait, fn); });
+	if (auto ok = constructed(); !ok)
+		return ok;
+	return core_->with_db<void>([&](detail::Db &db) {
+		return detail::db_with_advisory(db, resource, wait, wait + core_->options().statement_grace, fn);
+	});
 }
 
 Result<void>
@@ -552,6 +586,8 @@ Client::advisory_lock(pqxx::work &tx, std::string_view resource, std::chrono::mi
 Result<bool>
 Client::renew(std::string_view resource, std::int64_t token, std::chrono::milliseconds ttl) noexcept
 {
+	if (auto ok = constructed(); !ok)
+		return ok.error();
 	return core_->with_db<bool>([&](detail::Db &db) {
 		return detail::db_renew(db, resource, token, ttl, core_->options().statement_grace);
 	});
@@ -560,6 +596,8 @@ Client::renew(std::string_view resource, std::int64_t token, std::chrono::millis
 Result<bool>
 Client::release(std::string_view resource, std::int64_t token) noexcept
 {
+	if (auto ok = constructed(); !ok)
+		return ok.error();
 	return core_->with_db<bool>([&](detail::Db &db) {
 		return detail::db_release(db, resource, token, core_->options().statement_grace);
 	});
@@ -568,7 +606,10 @@ Client::release(std::string_view resource, std::int64_t token) noexcept
 Result<std::vector<LeaseInfo>>
 Client::status() noexcept
 {
-	return core_->with_db<std::vector<LeaseInfo>>([&](detail::Db &db) { return detail::db_status(db); });
+	if (auto ok = constructed(); !ok)
+		return ok.error();
+	return core_->with_db<std::vector<LeaseInfo>>(
+	    [&](detail::Db &db) { return detail::db_status(db, core_->options().statement_grace); });
 }
 
 } // namespace pglease

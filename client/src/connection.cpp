@@ -9,6 +9,7 @@
 #include <string>
 
 #include "detail/db.hpp"
+#include "pglease/version.hpp"
 
 namespace pglease::detail {
 
@@ -32,6 +33,18 @@ interval_ms(milliseconds d)
 	return std::to_string(d.count()) + " milliseconds";
 }
 
+// sqlstate_of -- libpqxx 6 throws some classes without their SQLSTATE
+// (insufficient_privilege has none): fill it in from the class.
+std::string
+sqlstate_of(const pqxx::sql_error &e)
+{
+	if (!e.sqlstate().empty())
+		return e.sqlstate();
+	if (dynamic_cast<const pqxx::insufficient_privilege *>(&e))
+		return "42501";
+	return {};
+}
+
 // Run body(); map what it throws.
 template <class T, class Body>
 Result<T>
@@ -47,13 +60,21 @@ guarded(Db *db, Body &&body) noexcept
 		if (db)
 			db->broken = true;
 		return Error{Errc::unavailable, "08007", std::string{"transaction outcome unknown: "} + e.what()};
+	} catch (const pqxx::transaction_rollback &e) {
+		// not an sql_error in libpqxx 6, and without SQLSTATE: keep it
+		// retryable (is_retryable looks for class 40)
+		std::string state = dynamic_cast<const pqxx::deadlock_detected *>(&e)              ? "40P01"
+		                    : dynamic_cast<const pqxx::statement_completion_unknown *>(&e) ? "40003"
+		                    : dynamic_cast<const pqxx::serialization_failure *>(&e)        ? "40001"
+		                                                                                   : "40000";
+		return Error{errc_from_sqlstate(state), state, e.what()};
 	} catch (const pqxx::sql_error &e) {
 		if (db && (!db->conn || !db->conn->is_open()))
 			db->broken = true;
 		std::string msg = e.what();
 		while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' '))
 			msg.pop_back();
-		std::string state = e.sqlstate();
+		std::string state = sqlstate_of(e);
 		// a terminated session reports 57P01 and then is gone
 		if (state.rfind("57P", 0) == 0 || state.rfind("08", 0) == 0) {
 			if (db)
@@ -82,10 +103,17 @@ bounded(pqxx::nontransaction &tx, milliseconds timeout, const std::string &call)
 	return r.at(0);
 }
 
+// set_local_timeout -- statement_timeout for the rest of a transaction
+void
+set_local_timeout(pqxx::transaction_base &tx, milliseconds timeout)
+{
+	tx.exec("SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())));
+}
+
 } // namespace
 
 Result<DbPtr>
-db_connect(const std::string &conninfo, milliseconds connect_timeout) noexcept
+db_connect(const std::string &conninfo, milliseconds connect_timeout, milliseconds statement_timeout) noexcept
 {
 	return guarded<DbPtr>(nullptr, [&]() -> Result<DbPtr> {
 		DbPtr db{new Db};
@@ -94,6 +122,20 @@ db_connect(const std::string &conninfo, milliseconds connect_timeout) noexcept
 		                 std::to_string(std::max<long long>(1, (connect_timeout.count() + 999) / 1000)) +
 		                 " " + conninfo;
 		db->conn = std::make_unique<pqxx::connection>(ci);
+		// once per connection: an older extension than the one this client
+		// was built for may lack what it calls.  No row: not installed, which
+		// the calls themselves report (3F000, 42883).
+		pqxx::nontransaction tx{*db->conn};
+		pqxx::result r =
+		    tx.exec("SET LOCAL statement_timeout = " +
+		            std::to_string(std::max<long long>(1, statement_timeout.count())) +
+		            "; SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_lease'");
+		if (!r.empty() && compare_versions(r[0][0].c_str(), extension_version) < 0)
+			return Error{Errc::not_installed, "",
+			             "pg_lease " + std::string{r[0][0].c_str()} +
+			                 " is installed in this database, but this client needs " +
+			                 std::string{extension_version} +
+			                 " or newer: run ALTER EXTENSION pg_lease UPDATE (as its owner)"};
 		return db;
 	});
 }
@@ -153,11 +195,12 @@ db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds t
 }
 
 Result<void>
-db_fenced(Db &db, std::string_view resource, std::int64_t token,
+db_fenced(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,
           const std::function<void(pqxx::work &)> &fn) noexcept
 {
 	return guarded<void>(&db, [&]() -> Result<void> {
 		pqxx::work tx{*db.conn};
+		set_local_timeout(tx, timeout);
 		tx.exec_params("SELECT lease.fence($1, $2)", std::string{resource}, token);
 		fn(tx);
 		tx.commit();
@@ -179,11 +222,12 @@ db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) n
 }
 
 Result<void>
-db_with_advisory(Db &db, std::string_view resource, milliseconds wait,
+db_with_advisory(Db &db, std::string_view resource, milliseconds wait, milliseconds timeout,
                  const std::function<void(pqxx::work &)> &fn) noexcept
 {
 	return guarded<void>(&db, [&]() -> Result<void> {
 		pqxx::work tx{*db.conn};
+		set_local_timeout(tx, timeout);
 		Result<void> locked = db_advisory_lock(tx, resource, wait);
 		if (!locked)
 			return locked.error();
@@ -194,14 +238,16 @@ db_with_advisory(Db &db, std::string_view resource, milliseconds wait,
 }
 
 Result<std::vector<LeaseInfo>>
-db_status(Db &db) noexcept
+db_status(Db &db, milliseconds timeout) noexcept
 {
 	return guarded<std::vector<LeaseInfo>>(&db, [&]() -> Result<std::vector<LeaseInfo>> {
 		pqxx::nontransaction tx{*db.conn};
-		pqxx::result res =
-		    tx.exec("SELECT resource, holder, token, owner::text,"
-		            "       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters"
-		            "  FROM lease.leases ORDER BY resource");
+		// one simple-query message: SET LOCAL lasts for this statement only
+		pqxx::result res = tx.exec(
+		    "SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
+		    "; SELECT resource, holder, token, owner::text,"
+		    "       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters"
+		    "  FROM lease.leases ORDER BY resource");
 		std::vector<LeaseInfo> out;
 		for (const auto &row : res) {
 			LeaseInfo info;

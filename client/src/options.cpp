@@ -1,4 +1,4 @@
-// options.cpp -- Strategy names, durations and describe() (DESIGN §5).
+// options.cpp -- Strategy names, durations and describe() (docs/decision-tree.md).
 #include "pglease/options.hpp"
 
 #include <sstream>

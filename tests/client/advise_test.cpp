@@ -1,12 +1,18 @@
 // advise_test.cpp -- `pglease advise`: every branch of the decision tree, the
 // four-line format, the emitted code, the exit codes, and the durations the
-// CLI reads and prints. Pure logic: no database needed.
+// CLI reads and prints. Pure logic, except that the emitted SQL is run in
+// psql against the test database (scripts/test.sh exports PGDATABASE).
 #include "advise.hpp"
 #include "duration.hpp"
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -509,6 +515,54 @@ TEST(AdviseRender, sql_lease_acquires_fences_inside_a_transaction_and_releases)
 	EXPECT_TRUE(acquire < begin && begin < fence && fence < commit && commit < release) << sql;
 	EXPECT_TRUE(Contains(sql, "SELECT lease.renew('orders', :token, '6s');"));
 	EXPECT_FALSE(Contains(sql, "session_bound")) << "a plain Lease must survive a pooler";
+}
+
+// Every PostgreSQL strategy, with --explain: the output of `advise --emit sql`
+// as it is.
+std::vector<AdviseInput>
+postgres_sql_jobs(const std::string &resource)
+{
+	std::vector<AdviseInput> jobs = {job(2s, {"postgres"}),
+	                                 with_flags(job(2s, {"postgres"}), false, false, true),
+	                                 job(200ms, {"postgres"})};
+	for (AdviseInput &input : jobs) {
+		input.resource = resource + "/" + std::to_string(&input - jobs.data());
+		input.explain = true;
+		input.emit = "sql";
+	}
+	return jobs;
+}
+
+TEST(AdviseRender, sql_output_is_comments_or_sql_from_its_first_line)
+{
+	for (const AdviseInput &input : postgres_sql_jobs("orders")) {
+		const std::string out = render(*decide(input).advice, input);
+		const std::vector<std::string> lines = lines_of(out);
+		ASSERT_GE(lines.size(), 4u);
+		EXPECT_EQ(lines[0], "-- Provider: PostgreSQL") << out;
+		for (const std::string &line : lines)
+			EXPECT_FALSE(line.rfind("Provider:", 0) == 0 || line.rfind("Strategy:", 0) == 0 ||
+			             line.rfind("TTL:", 0) == 0 || line.rfind("Safety:", 0) == 0 ||
+			             line.rfind("#", 0) == 0)
+			    << "not SQL and not a comment: " << line;
+	}
+}
+
+TEST(AdviseRender, sql_output_runs_in_psql_as_it_is)
+{
+	ASSERT_NE(std::getenv("PGDATABASE"), nullptr)
+	    << "no test database: scripts/test.sh exports PGDATABASE (a database with pg_lease)";
+	const std::string file = "/tmp/pglease_advise_" + std::to_string(getpid()) + ".sql";
+	for (const AdviseInput &input : postgres_sql_jobs("advise/psql/" + std::to_string(getpid()))) {
+		const std::string out = render(*decide(input).advice, input);
+		{
+			std::ofstream script{file};
+			script << out;
+		}
+		const int status = std::system(("psql -X -q -v ON_ERROR_STOP=1 -f " + file + " >/dev/null").c_str());
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "psql failed on:\n" << out;
+	}
+	std::remove(file.c_str());
 }
 
 TEST(AdviseRender, sql_ephemeral_binds_the_lease_to_the_session)

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <new>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -19,6 +20,34 @@
 
 using namespace std::chrono_literals;
 using pglease::Errc;
+
+// Allocation failure on demand, for this thread only: the global operator
+// new is replaced for the whole test binary (library included).
+namespace {
+thread_local bool t_fail_allocations = false;
+}
+
+void *
+operator new(std::size_t size)
+{
+	if (t_fail_allocations)
+		throw std::bad_alloc{};
+	if (void *p = std::malloc(size ? size : 1))
+		return p;
+	throw std::bad_alloc{};
+}
+
+void
+operator delete(void *p) noexcept
+{
+	std::free(p);
+}
+
+void
+operator delete(void *p, std::size_t) noexcept
+{
+	std::free(p);
+}
 
 namespace {
 
@@ -179,6 +208,34 @@ TEST(Describe, PrintsTheFourLines)
 	o.strategy = pglease::Strategy::advisory;
 	o.ttl = 600ms;
 	EXPECT_EQ(pglease::describe(o), "Provider: PostgreSQL\nStrategy: Advisory\nTTL: 600ms\nSafety: none\n");
+}
+
+// Client(...) is noexcept: a failed construction must not std::terminate,
+// and every call of that client then reports it.
+TEST(ClientConstruction, FailedAllocationLeavesClientThatReportsInternal)
+{
+	t_fail_allocations = true;
+	pglease::Client client{""};
+	t_fail_allocations = false;
+	auto lease = client.acquire("cxx/construction", {});
+	ASSERT_FALSE(lease);
+	EXPECT_EQ(lease.error().code, Errc::internal);
+	EXPECT_NE(lease.error().message.find("construct"), std::string::npos) << lease.error();
+	auto renewed = client.renew("cxx/construction", 1, 1s);
+	ASSERT_FALSE(renewed);
+	EXPECT_EQ(renewed.error().code, Errc::internal);
+	auto released = client.release("cxx/construction", 1);
+	ASSERT_FALSE(released);
+	EXPECT_EQ(released.error().code, Errc::internal);
+	auto rows = client.status();
+	ASSERT_FALSE(rows);
+	EXPECT_EQ(rows.error().code, Errc::internal);
+	bool ran = false;
+	auto advised = client.with_advisory("cxx/construction", 0ms, [&](pqxx::work &) { ran = true; });
+	ASSERT_FALSE(advised);
+	EXPECT_EQ(advised.error().code, Errc::internal);
+	EXPECT_FALSE(ran);
+	EXPECT_TRUE(client.default_holder().empty());
 }
 
 // ---- grants ------------------------------------------------------------------
@@ -630,4 +687,236 @@ TEST_F(ClientTest, CliAcquireRenewReleaseAndStatus)
 	    run_shell(cli + " release --resource '" + r + "' --token " + std::to_string(token) + " 2>/dev/null"),
 	    76);
 	EXPECT_EQ(run_shell(cli + " acquire --resource '" + r + "' 2>/dev/null"), 64);
+}
+
+TEST_F(ClientTest, CliHelpAndVersionExit0WithUsageOnStdout)
+{
+	std::string cli = PGLEASE_CLI;
+	EXPECT_EQ(run_shell(cli + " help 2>/dev/null | grep -q '^usage: pglease'"), 0);
+	EXPECT_EQ(run_shell(cli + " help >/dev/null 2>&1"), 0);
+	EXPECT_EQ(run_shell(cli + " run --help 2>/dev/null | grep -q '^usage: pglease'"), 0);
+	EXPECT_EQ(run_shell(cli + " run --help >/dev/null 2>&1"), 0);
+	EXPECT_EQ(run_shell(cli + " --version >/dev/null 2>&1"), 0);
+	EXPECT_EQ(run_shell(cli + " --version 2>/dev/null | grep -qF 'pglease " +
+	                    std::string{pglease::client_version} + "' && " + cli +
+	                    " --version | grep -qF 'pg_lease " + std::string{pglease::extension_version} + "'"),
+	          0)
+	    << "--version must print the client version and the extension version it was built for";
+}
+
+// The child's environment is built before fork (no setenv beside the renewal
+// thread): the inherited PGLEASE_TOKEN is replaced, not doubled.
+TEST_F(ClientTest, CliRunReplacesInheritedLeaseVariables)
+{
+	std::string cli = PGLEASE_CLI;
+	auto r = unique_resource();
+	EXPECT_EQ(
+	    run_shell("PGLEASE_TOKEN=stale PGLEASE_RESOURCE=stale " + cli + " run --resource '" + r +
+	              "' --ttl 5s -- sh -c 'test \"$PGLEASE_TOKEN\" -gt 0 && test \"$PGLEASE_RESOURCE\" = \"" +
+	              r + "\" && test $(env | grep -c ^PGLEASE_TOKEN=) -eq 1'"),
+	    0);
+}
+
+TEST_F(ClientTest, CliRunOfMissingCommandExits127AndReleases)
+{
+	std::string cli = PGLEASE_CLI;
+	auto r = unique_resource();
+	EXPECT_EQ(
+	    run_shell(cli + " run --resource '" + r + "' --ttl 30s -- /nonexistent/pglease-cmd 2>/dev/null"),
+	    127);
+	Admin admin;
+	EXPECT_EQ(admin.one("SELECT count(*) FROM lease.leases WHERE resource = '" + r + "'")[0].as<int>(), 0)
+	    << "the lease must be released when the command cannot run";
+}
+
+// libpqxx 6 throws insufficient_privilege without its SQLSTATE: the CLI must
+// still answer 77 (permission), not 70 (internal).
+TEST_F(ClientTest, CliRenewAndReleaseOfAnotherRolesLeaseExit77)
+{
+	std::string cli = PGLEASE_CLI;
+	auto r = unique_resource();
+	Admin admin;
+	admin.exec("DROP ROLE IF EXISTS pglease_cli_other");
+	admin.exec("CREATE ROLE pglease_cli_other LOGIN");
+	std::int64_t token = admin.acquire(r, "30 s");
+	ASSERT_GT(token, 0);
+	std::string as_other = cli + " --dsn 'user=pglease_cli_other' ";
+	EXPECT_EQ(run_shell(as_other + "renew --resource '" + r + "' --token " + std::to_string(token) +
+	                    " --ttl 30s 2>/dev/null"),
+	          77);
+	EXPECT_EQ(run_shell(as_other + "release --resource '" + r + "' --token " + std::to_string(token) +
+	                    " 2>/dev/null"),
+	          77);
+	EXPECT_TRUE(admin.is_current(r, token)) << "another role's renew/release must leave the lease alone";
+	admin.exec("DROP ROLE pglease_cli_other");
+}
+
+TEST_F(ClientTest, PermissionErrorCarriesSqlstate42501)
+{
+	auto r = unique_resource();
+	Admin admin;
+	admin.exec("DROP ROLE IF EXISTS pglease_api_other");
+	admin.exec("CREATE ROLE pglease_api_other LOGIN");
+	std::int64_t token = admin.acquire(r, "30 s");
+	ASSERT_GT(token, 0);
+	{
+		pglease::Client other{"user=pglease_api_other"};
+		auto renewed = other.renew(r, token, 30s);
+		ASSERT_FALSE(renewed);
+		EXPECT_EQ(renewed.error().code, Errc::permission) << renewed.error();
+		EXPECT_EQ(renewed.error().sqlstate, "42501");
+	}
+	admin.exec("DROP ROLE pglease_api_other");
+}
+
+// libpqxx 6 throws serialization failures outside sql_error: they must still
+// be reported with their SQLSTATE, so is_retryable() says to retry.
+TEST_F(ClientTest, SerializationFailureInFencedCallbackIsRetryable)
+{
+	pglease::Client client{""};
+	auto lease = client.acquire(unique_resource(), opts(10s));
+	ASSERT_TRUE(lease) << lease.error();
+	auto done = client.fenced(
+	    *lease, [](pqxx::work &tx) { tx.exec("DO $$BEGIN RAISE EXCEPTION USING ERRCODE = '40001'; END$$"); });
+	ASSERT_FALSE(done);
+	EXPECT_EQ(done.error().sqlstate, "40001") << done.error();
+	EXPECT_TRUE(pglease::is_retryable(done.error())) << done.error();
+}
+
+// statement_grace bounds every call, not only acquire/renew/release.
+TEST_F(ClientTest, FencedStatementPastStatementGraceTimesOut)
+{
+	pglease::ClientOptions co;
+	co.statement_grace = 300ms;
+	pglease::Client client{"", co};
+	auto lease = client.acquire(unique_resource(), opts(10s));
+	ASSERT_TRUE(lease) << lease.error();
+	auto t0 = std::chrono::steady_clock::now();
+	auto done = client.fenced(*lease, [](pqxx::work &tx) { tx.exec("SELECT pg_sleep(3)"); });
+	ASSERT_FALSE(done) << "a 3 s statement ran to the end under a 300 ms statement_grace";
+	EXPECT_EQ(done.error().code, Errc::timeout) << done.error();
+	EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+	EXPECT_TRUE(lease->valid()) << "a timeout is not a loss";
+}
+
+TEST_F(ClientTest, WithAdvisoryStatementPastWaitPlusGraceTimesOut)
+{
+	pglease::ClientOptions co;
+	co.statement_grace = 300ms;
+	pglease::Client client{"", co};
+	auto t0 = std::chrono::steady_clock::now();
+	auto done =
+	    client.with_advisory(unique_resource(), 100ms, [](pqxx::work &tx) { tx.exec("SELECT pg_sleep(3)"); });
+	ASSERT_FALSE(done) << "a 3 s statement ran to the end under wait 100 ms + grace 300 ms";
+	EXPECT_EQ(done.error().code, Errc::timeout) << done.error();
+	EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+}
+
+TEST_F(ClientTest, StatusBlockedPastStatementGraceTimesOut)
+{
+	pglease::ClientOptions co;
+	co.statement_grace = 300ms;
+	pglease::Client client{"", co};
+	// another session holds lease.grants exclusively for 3 s
+	std::thread blocker([] {
+		run_shell("psql -X -q -c 'BEGIN; LOCK TABLE lease.grants IN ACCESS EXCLUSIVE MODE; "
+		          "SELECT pg_sleep(3); COMMIT' >/dev/null");
+	});
+	Admin admin;
+	bool locked = eventually(
+	    [&] {
+		    return admin
+		               .one("SELECT count(*) FROM pg_locks WHERE relation = 'lease.grants'::regclass"
+		                    " AND mode = 'AccessExclusiveLock' AND granted")[0]
+		               .as<int>() == 1;
+	    },
+	    2s);
+	auto t0 = std::chrono::steady_clock::now();
+	auto rows = locked ? client.status()
+	                   : pglease::Result<std::vector<pglease::LeaseInfo>>{std::vector<pglease::LeaseInfo>{}};
+	auto took = std::chrono::steady_clock::now() - t0;
+	blocker.join();
+	ASSERT_TRUE(locked) << "the blocking session did not get its lock";
+	ASSERT_FALSE(rows) << "status waited past its statement_grace for a locked table";
+	EXPECT_EQ(rows.error().code, Errc::timeout) << rows.error();
+	EXPECT_LT(took, 2s);
+}
+
+// ---- the extension version -------------------------------------------------------
+
+TEST(Version, CompareVersionsComparesDottedNumbers)
+{
+	EXPECT_LT(pglease::compare_versions("0.1.0", "0.2.0"), 0);
+	EXPECT_GT(pglease::compare_versions("0.2.0", "0.1.0"), 0);
+	EXPECT_EQ(pglease::compare_versions("0.2.0", "0.2.0"), 0);
+	EXPECT_GT(pglease::compare_versions("0.10.0", "0.9.9"), 0) << "parts are numbers, not text";
+	EXPECT_EQ(pglease::compare_versions("1.0", "1.0.0"), 0);
+	EXPECT_LT(pglease::compare_versions("1.0", "1.0.1"), 0);
+	EXPECT_GT(pglease::compare_versions("2", "1.99"), 0);
+}
+
+// One source of truth: the version the client checks is default_version of
+// pg_lease.control, read by CMake.
+TEST(Version, ExtensionVersionIsTheControlFilesDefaultVersion)
+{
+	std::ifstream control{std::string{PGLEASE_SOURCE_DIR} + "/pg_lease.control"};
+	ASSERT_TRUE(control) << "cannot read pg_lease.control";
+	std::stringstream text;
+	text << control.rdbuf();
+	std::smatch m;
+	std::string s = text.str();
+	ASSERT_TRUE(std::regex_search(s, m, std::regex{R"(default_version\s*=\s*'([^']*)')"}));
+	EXPECT_EQ(m[1].str(), std::string{pglease::extension_version});
+}
+
+TEST_F(ClientTest, OlderInstalledExtensionIsRefusedWithTheFixNewerIsAccepted)
+{
+	const std::string db = "pglease_client_version";
+	ASSERT_EQ(run_shell("psql -X -q -d postgres -c 'DROP DATABASE IF EXISTS " + db +
+	                    "' -c 'CREATE DATABASE " + db + "' && psql -X -q -d " + db +
+	                    " -c 'CREATE EXTENSION pg_lease'"),
+	          0);
+	// as a superuser may: pretend an older install, then a newer one
+	auto set_version = [&](const std::string &v) {
+		return run_shell("psql -X -q -d " + db + " -c \"UPDATE pg_catalog.pg_extension SET extversion = '" +
+		                 v + "' WHERE extname = 'pg_lease'\"");
+	};
+	ASSERT_EQ(set_version("0.0.1"), 0);
+	{
+		pglease::Client client{"dbname=" + db};
+		auto lease = client.acquire(unique_resource(), opts(5s));
+		ASSERT_FALSE(lease) << "a client built for " << pglease::extension_version
+		                    << " used a database with pg_lease 0.0.1";
+		EXPECT_EQ(lease.error().code, Errc::not_installed) << lease.error();
+		EXPECT_NE(lease.error().message.find("0.0.1"), std::string::npos) << lease.error();
+		EXPECT_NE(lease.error().message.find(std::string{pglease::extension_version}), std::string::npos)
+		    << lease.error();
+		EXPECT_NE(lease.error().message.find("ALTER EXTENSION pg_lease UPDATE"), std::string::npos)
+		    << lease.error();
+		auto rows = client.status();
+		ASSERT_FALSE(rows);
+		EXPECT_EQ(rows.error().code, Errc::not_installed) << "refused again, not backed off as unavailable";
+	}
+	ASSERT_EQ(set_version("999.0.0"), 0);
+	{
+		pglease::Client client{"dbname=" + db};
+		auto lease = client.acquire(unique_resource(), opts(5s));
+		EXPECT_TRUE(lease) << "a newer extension must be accepted: " << lease.error();
+	}
+	EXPECT_EQ(run_shell("psql -X -q -d postgres -c 'DROP DATABASE " + db + " WITH (FORCE)'"), 0);
+}
+
+TEST_F(ClientTest, MissingExtensionIsReportedNotInstalled)
+{
+	const std::string db = "pglease_client_noext";
+	ASSERT_EQ(run_shell("psql -X -q -d postgres -c 'DROP DATABASE IF EXISTS " + db +
+	                    "' -c 'CREATE DATABASE " + db + "'"),
+	          0);
+	{
+		pglease::Client client{"dbname=" + db};
+		auto lease = client.acquire(unique_resource(), opts(5s));
+		ASSERT_FALSE(lease);
+		EXPECT_EQ(lease.error().code, Errc::not_installed) << lease.error();
+	}
+	EXPECT_EQ(run_shell("psql -X -q -d postgres -c 'DROP DATABASE " + db + " WITH (FORCE)'"), 0);
 }

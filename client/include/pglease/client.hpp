@@ -84,7 +84,8 @@ struct LeaseInfo {
 };
 
 /// A connection (pool) to one PostgreSQL database with pg_lease.
-/// Thread-safe.  No member throws.
+/// Thread-safe.  No member throws: if construction fails (out of memory),
+/// every call answers Errc::internal.
 class Client {
 public:
 	explicit Client(std::string conninfo, ClientOptions options = {}) noexcept;
@@ -154,7 +155,11 @@ private:
 		}
 	}
 
-	std::shared_ptr<detail::ClientCore> core_;
+	/// Errc::internal when construction failed (core_ is null), else success.
+	[[nodiscard]] Result<void> constructed() const noexcept;
+
+	std::shared_ptr<detail::ClientCore> core_; // null when construction failed
+	std::string construction_error_;
 };
 
 } // namespace pglease

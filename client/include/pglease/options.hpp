@@ -8,8 +8,8 @@
 
 namespace pglease {
 
-/// DESIGN §5: Lease (TTL + fencing), Ephemeral (Lease that also ends with
-/// the holder's connection), Advisory (pg_advisory_xact_lock in one
+/// docs/decision-tree.md: Lease (TTL + fencing), Ephemeral (Lease that also
+/// ends with the holder's connection), Advisory (pg_advisory_xact_lock in one
 /// transaction, for sections under a second).
 enum class Strategy { lease, ephemeral, advisory };
 
@@ -45,7 +45,7 @@ struct LeaseOptions {
 	bool allow_nested_try = false;
 };
 
-/// The four-line description of a configuration (DESIGN §5):
+/// The four-line description of a configuration (docs/decision-tree.md):
 ///   Provider: PostgreSQL / Strategy: Lease / TTL: 30s / Safety: fencing
 [[nodiscard]] std::string describe(const LeaseOptions &options);
 

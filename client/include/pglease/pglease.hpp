@@ -5,3 +5,4 @@
 #include "pglease/error.hpp"
 #include "pglease/options.hpp"
 #include "pglease/result.hpp"
+#include "pglease/version.hpp"

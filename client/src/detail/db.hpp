@@ -24,7 +24,10 @@ using DbPtr = std::unique_ptr<Db, DbDeleter>;
 
 using std::chrono::milliseconds;
 
-Result<DbPtr> db_connect(const std::string &conninfo, milliseconds connect_timeout) noexcept;
+/// Connect, and refuse (Errc::not_installed) a database whose pg_lease is
+/// older than extension_version (pglease/version.hpp).
+Result<DbPtr> db_connect(const std::string &conninfo, milliseconds connect_timeout,
+                         milliseconds statement_timeout) noexcept;
 /// False once the connection broke; the pool drops such connections.
 [[nodiscard]] bool db_usable(const Db &db) noexcept;
 [[nodiscard]] int db_backend_pid(const Db &db) noexcept;
@@ -38,11 +41,13 @@ Result<std::optional<std::int64_t>> db_acquire(Db &db, std::string_view resource
 Result<bool> db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl,
                       milliseconds timeout) noexcept;
 Result<bool> db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout) noexcept;
-Result<void> db_fenced(Db &db, std::string_view resource, std::int64_t token,
+/// The transactions of fenced/with_advisory run every statement (fn's too)
+/// under statement_timeout = timeout (SET LOCAL: it ends with them).
+Result<void> db_fenced(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,
                        const std::function<void(pqxx::work &)> &fn) noexcept;
-Result<void> db_with_advisory(Db &db, std::string_view resource, milliseconds wait,
+Result<void> db_with_advisory(Db &db, std::string_view resource, milliseconds wait, milliseconds timeout,
                               const std::function<void(pqxx::work &)> &fn) noexcept;
 Result<void> db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) noexcept;
-Result<std::vector<LeaseInfo>> db_status(Db &db) noexcept;
+Result<std::vector<LeaseInfo>> db_status(Db &db, milliseconds timeout) noexcept;
 
 } // namespace pglease::detail
