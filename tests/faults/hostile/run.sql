@@ -384,7 +384,7 @@ BEGIN
 				verdict := 'unexpected SQLSTATE';
 			ELSE
 				nums := string_to_array(btrim(res, '()'), ',')::bigint[];
-				IF cardinality(nums) <> 8 OR EXISTS (SELECT 1 FROM unnest(nums) x WHERE x IS NULL OR x < 0) THEN
+				IF cardinality(nums) <> 9 OR EXISTS (SELECT 1 FROM unnest(nums) x WHERE x IS NULL OR x < 0) THEN
 					verdict := 'stats: ' || res;
 				ELSIF nums[1] < prev_grants THEN
 					verdict := format('grants counter went back from %s', prev_grants);
