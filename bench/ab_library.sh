@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# bench/ab_library.sh -- A/B of two builds of the pg_lease library, side by side.
+#
+#   bench/ab_library.sh REV     build the extension at git revision REV (A) and
+#                               this checkout (B); run acquire+release pairs
+#                               (bench/pgbench/pg_lease.sql) on one preloaded
+#                               throwaway cluster, swapping the installed
+#                               pg_lease.so and restarting between runs, A and B
+#                               interleaved in every repetition.
+#
+# Prints pairs/s per build and client count (median of the repetitions) and
+# the median of the per-repetition ratios B/A.  The schema is this checkout's:
+# REV's library must run its functions on it (acquire/release do across
+# 0.1.0 -> 0.2.0).  Leaves this checkout's library installed.
+#
+# Settings: PGLEASE_AB_REPS (5), PGLEASE_AB_DURATION seconds (8),
+# PGLEASE_AB_CLIENTS ("1 8"), PGLEASE_AB_PORT (54345), PGLEASE_AB_NRES (10000).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REV="${1:?usage: bench/ab_library.sh REV}"
+REPS="${PGLEASE_AB_REPS:-5}"
+DURATION="${PGLEASE_AB_DURATION:-8}"
+CLIENTS="${PGLEASE_AB_CLIENTS:-1 8}"
+PORT="${PGLEASE_AB_PORT:-54345}"
+NRES="${PGLEASE_AB_NRES:-10000}"
+LIBDIR="$(pg_config --pkglibdir)"
+WORK="$(mktemp -d /tmp/pg_lease_ab.XXXXXX)"
+chmod 755 "$WORK"
+export PGLEASE_TEST_PORT="$PORT"
+
+cleanup() {
+	"$REPO/scripts/cluster.sh" stop "$WORK/cluster" immediate >/dev/null 2>&1 || true
+	[ -f "$WORK/B.so" ] && cp "$WORK/B.so" "$LIBDIR/pg_lease.so"
+	git -C "$REPO" worktree remove --force "$WORK/rev" >/dev/null 2>&1 || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+"$REPO/scripts/install-extension.sh"
+cp "$LIBDIR/pg_lease.so" "$WORK/B.so"
+git -C "$REPO" worktree add -q --detach "$WORK/rev" "$REV"
+make -s -C "$WORK/rev" >/dev/null
+cp "$WORK/rev/pg_lease.so" "$WORK/A.so"
+
+"$REPO/scripts/cluster.sh" start "$WORK/cluster" preload
+eval "$("$REPO/scripts/cluster.sh" env "$WORK/cluster")"
+psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION pg_lease" \
+	-c "SELECT lease.release('bench/' || i, lease.acquire('bench/' || i, '30 s')) FROM generate_series(1, $NRES) i" >/dev/null
+
+run() {	# run BUILD CLIENTS -- pairs/s of one pgbench run
+	cp "$WORK/$1.so" "$LIBDIR/pg_lease.so"
+	"$REPO/scripts/cluster.sh" restart "$WORK/cluster" >/dev/null
+	pgbench -n -c "$2" -j "$2" -T "$DURATION" -D nres="$NRES" \
+		-f "$REPO/bench/pgbench/pg_lease.sql" 2>/dev/null |
+		sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+}
+
+declare -A tps=()
+for rep in $(seq 1 "$REPS"); do
+	for c in $CLIENTS; do
+		for build in A B; do
+			tps[$build,$c,$rep]="$(run "$build" "$c")"
+			echo "rep $rep clients $c build $build: ${tps[$build,$c,$rep]} pairs/s" >&2
+		done
+	done
+done
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+echo "A = $REV ($(git -C "$REPO" rev-parse --short "$REV")), B = this checkout ($(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" diff --quiet || echo ', modified')), $REPS repetitions of $DURATION s"
+echo "| clients | A pairs/s (median) | B pairs/s (median) | B/A (median of per-repetition ratios) |"
+echo "|---:|---:|---:|---:|"
+for c in $CLIENTS; do
+	a="$(for r in $(seq 1 "$REPS"); do echo "${tps[A,$c,$r]}"; done | median)"
+	b="$(for r in $(seq 1 "$REPS"); do echo "${tps[B,$c,$r]}"; done | median)"
+	ratio="$(for r in $(seq 1 "$REPS"); do awk -v x="${tps[A,$c,$r]}" -v y="${tps[B,$c,$r]}" 'BEGIN { printf "%.4f\n", y / x }'; done | median)"
+	printf '| %s | %.0f | %.0f | %.3f |\n' "$c" "$a" "$b" "$ratio"
+done
