@@ -86,3 +86,11 @@ SELECT lease.acquire(NULL, '10 s');
 SHOW lease.max_ttl;
 SHOW lease.poll_interval;
 SET lease.max_tll = '1h';
+
+-- a missing lease table is reported without recommending DROP EXTENSION +
+-- CREATE EXTENSION, which would restart tokens at 1
+BEGIN;
+ALTER TABLE lease.grants RENAME TO grants_moved;
+SELECT lease.try_acquire('bad/no-table', '10 s');
+ROLLBACK;
+SELECT count(*) AS grants_table_back FROM lease.grants WHERE resource = 'bad/held';
