@@ -4,7 +4,8 @@
 //   pglease acquire|renew|release|status ...
 //   pglease advise ...
 //
-// The DSN (--dsn) defaults to libpq's environment (PGHOST, PGPORT, ...).
+// The DSN (--dsn) is any URL of pglease::connect; it defaults to libpq's
+// environment (PGHOST, PGPORT, ...), i.e. PostgreSQL.
 // Exit codes (README "CLI"): 0 success (run: the command's own status, or
 // 128+N if a signal N ended it), 64 usage, 69 server unavailable or
 // extension missing, 70 internal error, 75 not acquired within --wait,
@@ -59,7 +60,9 @@ const char *const usage_text =
     "  status   list current leases\n"
     "  advise   --resource R --section 200ms --instances 8 --infra postgres,... (see advise --help)\n"
     "\n"
-    "The DSN defaults to libpq's environment (PGHOST, PGPORT, PGDATABASE, ...).\n"
+    "DSN: any URL of pglease::connect -- a PostgreSQL conninfo or postgresql:// URL (the default:\n"
+    "libpq's environment, PGHOST, PGPORT, PGDATABASE, ...), redis://host:port[/db],\n"
+    "redlock://h1:p1,h2:p2,h3:p3, memory: (run only).  status is PostgreSQL only.\n"
     "exit codes: 0 ok (run: the command's status, 128+N for signal N), 64 usage,\n"
     "  69 server unavailable or pg_lease not installed, 70 internal error,\n"
     "  75 not acquired within --wait, 76 lease lost / token not current, 77 permission\n";
@@ -98,6 +101,18 @@ fail(const pglease::Error &error)
 {
 	std::cerr << "pglease: " << error << "\n";
 	return exit_code_for(error);
+}
+
+// locker_for -- the Locker of a DSN: any URL pglease::connect takes
+std::unique_ptr<pglease::Locker>
+locker_for(const std::string &dsn, int &exit_code)
+{
+	auto locker = pglease::connect(dsn);
+	if (!locker) {
+		exit_code = fail(locker.error());
+		return nullptr;
+	}
+	return std::move(*locker);
 }
 
 // Options of one subcommand: --name value pairs; `--` ends them.
@@ -221,13 +236,16 @@ cmd_run(const std::string &dsn, const Args &args)
 	if (args.rest.empty())
 		return usage_error("run needs a command after --");
 
-	pglease::Client client{dsn};
+	int exit_code = 0;
+	auto locker = locker_for(dsn, exit_code);
+	if (!locker)
+		return exit_code;
 	pglease::LeaseOptions options;
 	options.ttl = *ttl;
 	options.wait = *wait;
 	if (auto h = args.values.find("holder"); h != args.values.end())
 		options.holder = h->second;
-	auto lease = client.acquire(resource, options);
+	auto lease = locker->acquire(resource, options);
 	if (!lease)
 		return fail(lease.error());
 
@@ -316,14 +334,22 @@ cmd_acquire(const std::string &dsn, const Args &args)
 	auto wait = duration_arg(args, "wait", 0ms, error);
 	if (!error.empty())
 		return usage_error(error);
-	pglease::Client client{dsn};
+	int exit_code = 0;
+	auto locker = locker_for(dsn, exit_code);
+	if (!locker)
+		return exit_code;
+	// the token is all a later renew/release gets: it must name the grant
+	auto caps = locker->capabilities();
+	if (!caps.distributed || !caps.fencing_token)
+		return usage_error("acquire needs a provider whose grants outlive this process and have tokens (" +
+		                   std::string{locker->provider()} + " does not): use pglease run");
 	pglease::LeaseOptions options;
 	options.ttl = *ttl;
 	options.wait = *wait;
 	options.auto_renew = false;
 	if (auto h = args.values.find("holder"); h != args.values.end())
 		options.holder = h->second;
-	auto lease = client.acquire(resource, options);
+	auto lease = locker->acquire(resource, options);
 	if (!lease)
 		return fail(lease.error());
 	// the lease outlives this process until its TTL: do not release it
@@ -342,8 +368,11 @@ cmd_renew_release(const std::string &dsn, const Args &args, bool renew)
 		ttl = duration_arg(args, "ttl", std::nullopt, error);
 	if (!error.empty())
 		return usage_error(error);
-	pglease::Client client{dsn};
-	auto done = renew ? client.renew(resource, *token, *ttl) : client.release(resource, *token);
+	int exit_code = 0;
+	auto locker = locker_for(dsn, exit_code);
+	if (!locker)
+		return exit_code;
+	auto done = renew ? locker->renew(resource, *token, *ttl) : locker->release(resource, *token);
 	if (!done)
 		return fail(done.error());
 	if (!*done) {

@@ -1,4 +1,6 @@
-// pglease/client.hpp -- Client (connections, auto-renewal) and Lease (RAII guard).
+// pglease/client.hpp -- Client: the PostgreSQL Locker (connections, the
+// extension's SQL API), with its extras: fenced writes, advisory locks,
+// token-level calls and status.
 #pragma once
 
 #include <atomic>
@@ -15,62 +17,17 @@
 #include <pqxx/transaction>
 
 #include "pglease/error.hpp"
+#include "pglease/lease.hpp"
+#include "pglease/locker.hpp"
 #include "pglease/options.hpp"
 #include "pglease/result.hpp"
 
 namespace pglease {
 
 namespace detail {
-class ClientCore;
-struct LeaseState;
+class PgPool;
+class PgLocker;
 } // namespace detail
-
-/// Fires once, when the lease it belongs to is lost.
-class CancelToken {
-public:
-	CancelToken() = default;
-	[[nodiscard]] bool cancelled() const noexcept { return flag_ && flag_->load(); }
-
-private:
-	friend class Lease;
-	explicit CancelToken(std::shared_ptr<const std::atomic<bool>> flag) : flag_(std::move(flag)) {}
-	std::shared_ptr<const std::atomic<bool>> flag_;
-};
-
-/// A held lease.  Move-only; the destructor releases it (best effort).
-class Lease {
-public:
-	Lease(Lease &&) noexcept;
-	Lease &operator=(Lease &&) noexcept;
-	Lease(const Lease &) = delete;
-	Lease &operator=(const Lease &) = delete;
-	~Lease();
-
-	[[nodiscard]] std::int64_t token() const noexcept;
-	[[nodiscard]] const std::string &resource() const noexcept;
-	/// Held by the conservative local deadline (steady_clock, from the send
-	/// time of the last successful acquire/renew) and not lost or released.
-	[[nodiscard]] bool valid() const noexcept;
-	/// Time left before the local deadline; zero when not valid.
-	[[nodiscard]] std::chrono::milliseconds remaining() const noexcept;
-	/// Renew now for the lease's TTL.  Errc::lost if the grant is gone.
-	Result<void> renew() noexcept;
-	/// Release now.  Errc::lost if it was no longer held.
-	Result<void> release() noexcept;
-	/// Called once, from the renewal thread or the thread that noticed, when
-	/// the lease is lost (not on release).  Called at once if already lost.
-	void on_lost(std::function<void(const Error &)> callback) noexcept;
-	[[nodiscard]] CancelToken cancel_token() const noexcept;
-	/// Stop renewing and keep the grant when this object dies (it then ends
-	/// at its TTL): for tools that hand the token to another process.
-	std::int64_t detach() noexcept;
-
-private:
-	friend class Client;
-	Lease(std::shared_ptr<detail::ClientCore> core, std::shared_ptr<detail::LeaseState> state) noexcept;
-	std::shared_ptr<detail::ClientCore> core_;
-	std::shared_ptr<detail::LeaseState> state_;
-};
 
 /// One row of lease.leases.
 struct LeaseInfo {
@@ -83,20 +40,27 @@ struct LeaseInfo {
 	std::optional<int> waiters;
 };
 
-/// A connection (pool) to one PostgreSQL database with pg_lease.
+/// The PostgreSQL Locker: a connection (pool) to one database with pg_lease.
 /// Thread-safe.  No member throws: if construction fails (out of memory),
 /// every call answers Errc::internal.
-class Client {
+class Client : public Locker {
 public:
 	explicit Client(std::string conninfo, ClientOptions options = {}) noexcept;
-	~Client();
+	~Client() override;
 	Client(const Client &) = delete;
 	Client &operator=(const Client &) = delete;
 
 	/// Acquire with options.wait; Errc::timeout when not granted in time.
-	Result<Lease> acquire(std::string_view resource, const LeaseOptions &options = {}) noexcept;
+	/// Strategy::ephemeral (or session_bound) keeps the grant's connection:
+	/// the grant ends with it.
+	Result<Lease> acquire(std::string_view resource, const LeaseOptions &options = {}) noexcept override;
 	/// acquire with wait = 0.
-	Result<Lease> try_acquire(std::string_view resource, LeaseOptions options = {}) noexcept;
+	Result<Lease> try_acquire(std::string_view resource, LeaseOptions options = {}) noexcept override;
+	/// Fencing tokens, fenced writes in the data's own transaction, FIFO
+	/// waits, ephemeral grants, durable; survives failover to a synchronous
+	/// standby.
+	[[nodiscard]] Capabilities capabilities() const noexcept override;
+	[[nodiscard]] std::string_view provider() const noexcept override { return "PostgreSQL"; }
 
 	/// Run fn(pqxx::work&) in a transaction that first passes lease.fence:
 	/// the writes commit only while the lease is current, and no one else
@@ -122,8 +86,9 @@ public:
 	                                  std::chrono::milliseconds wait) noexcept;
 
 	/// Token-level calls, for tools that keep tokens outside a Lease (the CLI).
-	Result<bool> renew(std::string_view resource, std::int64_t token, std::chrono::milliseconds ttl) noexcept;
-	Result<bool> release(std::string_view resource, std::int64_t token) noexcept;
+	Result<bool> renew(std::string_view resource, std::int64_t token,
+	                   std::chrono::milliseconds ttl) noexcept override;
+	Result<bool> release(std::string_view resource, std::int64_t token) noexcept override;
 	Result<std::vector<LeaseInfo>> status() noexcept;
 
 	/// The holder label used when LeaseOptions::holder is empty.
@@ -155,10 +120,11 @@ private:
 		}
 	}
 
-	/// Errc::internal when construction failed (core_ is null), else success.
+	/// Errc::internal when construction failed, else success.
 	[[nodiscard]] Result<void> constructed() const noexcept;
 
-	std::shared_ptr<detail::ClientCore> core_; // null when construction failed
+	std::shared_ptr<detail::PgPool> pool_;      // null when construction failed
+	std::unique_ptr<detail::PgLocker> locker_; // null when construction failed
 	std::string construction_error_;
 };
 

@@ -1,4 +1,4 @@
-// detail/db.hpp -- the client's only window on the database.  Every libpqxx
+// postgres/db.hpp -- the client's only window on the database.  Every libpqxx
 // call lives in connection.cpp behind these functions; none of them throws.
 #pragma once
 

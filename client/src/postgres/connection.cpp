@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "detail/db.hpp"
+#include "postgres/db.hpp"
 #include "pglease/version.hpp"
 
 namespace pglease::detail {

@@ -1,0 +1,135 @@
+// detail/provider.hpp -- what a provider implements, and the machinery every
+// provider shares: the lease engine (renewal thread, loss reporting, the
+// per-thread no-nested rule) and LockerBase (argument checks, holder labels,
+// turning a grant into a Lease).
+//
+// A provider derives from LockerBase and implements grant(): take the
+// resource (waiting at most options.wait), returning a Grant object that
+// knows how to renew and release exactly that grant.  Everything else a
+// Lease does is here, once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "pglease/lease.hpp"
+#include "pglease/locker.hpp"
+
+namespace pglease::detail {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+/// One grant, as its provider holds it.  renew and release may be called from
+/// different threads, never at the same time for one grant (LeaseState::op_mu).
+class Grant {
+public:
+	virtual ~Grant() = default;
+	/// Extend the grant to ttl from now.  true: extended; false: definitely
+	/// no longer held (lost at once); an error: unknown (retried until the
+	/// local deadline; Errc::lost also ends it at once).
+	virtual Result<bool> renew(milliseconds ttl) noexcept = 0;
+	/// End the grant.  true: ended; false: it was no longer held.
+	virtual Result<bool> release() noexcept = 0;
+};
+
+/// What grant() returns: the token (0 when the provider has none), the grant,
+/// and the local deadline: the send time of the request that won, plus the
+/// TTL, minus the provider's clock-drift allowance (Redlock).
+struct Granted {
+	std::int64_t token = 0;
+	std::unique_ptr<Grant> grant;
+	Clock::time_point deadline;
+};
+
+/// The state of one Lease, shared by the guard and the renewal thread.
+struct LeaseState {
+	std::string resource;
+	std::int64_t token = 0;
+	milliseconds ttl{0};
+	milliseconds heartbeat{0};
+	milliseconds drift{0}; // subtracted from every renewal's deadline
+
+	std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+
+	std::mutex mu; // guards the fields below
+	Clock::time_point deadline;
+	Clock::time_point next_renew;
+	bool lost = false;
+	bool released = false;
+	std::function<void(const Error &)> on_lost;
+
+	std::mutex op_mu; // one renew or release of the grant at a time
+	std::unique_ptr<Grant> grant;
+};
+
+/// The renewal thread of one Locker and what a Lease does to its state.
+class LeaseEngine {
+public:
+	LeaseEngine() = default;
+	~LeaseEngine() { stop(); }
+	LeaseEngine(const LeaseEngine &) = delete;
+	LeaseEngine &operator=(const LeaseEngine &) = delete;
+
+	void track(const std::shared_ptr<LeaseState> &state);
+	void stop() noexcept;
+	Result<void> renew_now(LeaseState &st) noexcept;
+	Result<void> release(LeaseState &st) noexcept;
+	/// Report a lost lease once: flag, cancel token, callback.
+	static void mark_lost(LeaseState &st, const Error &error) noexcept;
+
+private:
+	void renew_loop() noexcept;
+
+	std::mutex mu_;
+	std::condition_variable cv_;
+	std::vector<std::weak_ptr<LeaseState>> leases_;
+	bool stopping_ = false;
+	std::thread renewer_;
+};
+
+/// The common half of every Locker: acquire() checks the options and the
+/// no-nested rule, calls the provider's grant(), and hands out the Lease.
+class LockerBase : public Locker {
+public:
+	Result<Lease> acquire(std::string_view resource, const LeaseOptions &options = {}) noexcept override;
+	Result<Lease> try_acquire(std::string_view resource, LeaseOptions options = {}) noexcept override;
+
+protected:
+	/// Holder labels of this locker are "pglease@host:pid:n:k".
+	LockerBase() noexcept;
+	~LockerBase() override;
+
+	/// Take the resource within options.wait (Errc::timeout if not granted);
+	/// holder is options.holder or a fresh label of this locker.
+	virtual Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
+	                              const std::string &holder) noexcept = 0;
+	/// The clock-drift allowance subtracted from each renewal's deadline.
+	[[nodiscard]] virtual milliseconds drift(milliseconds ttl) const noexcept;
+
+	[[nodiscard]] const std::string &holder_prefix() const noexcept { return holder_prefix_; }
+	[[nodiscard]] const std::shared_ptr<LeaseEngine> &engine() const noexcept { return engine_; }
+	/// Errc::internal when construction failed, else success.
+	[[nodiscard]] Result<void> constructed() const noexcept;
+
+private:
+	std::shared_ptr<LeaseEngine> engine_; // null when construction failed
+	std::string holder_prefix_;
+	std::atomic<unsigned long long> acquires_{0};
+};
+
+/// A provider linked in as a component registers its URL scheme here (from a
+/// static initializer of its library); connect() looks schemes up.
+using ProviderFactory = Result<std::unique_ptr<Locker>> (*)(std::string_view url, const ClientOptions &options);
+bool register_provider(std::string_view scheme, ProviderFactory factory) noexcept;
+
+} // namespace pglease::detail

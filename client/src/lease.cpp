@@ -1,0 +1,400 @@
+// lease.cpp -- what every provider's leases share: the Lease guard, the
+// renewal thread (LeaseEngine), loss reporting, the per-thread no-nested
+// rule, and LockerBase::acquire, which turns a provider's grant into a Lease.
+//
+// Locking: LeaseEngine::mu_ guards the list of tracked leases; each
+// LeaseState::mu guards its deadline, schedule and lost/released state, and
+// LeaseState::op_mu serializes the provider calls on its grant.  No lock but
+// op_mu is held across a provider call, mu is never taken while holding the
+// engine's mu_ for long, and callbacks run with no lock held.
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "detail/provider.hpp"
+#include "pglease/options.hpp"
+
+namespace pglease {
+namespace detail {
+
+namespace {
+
+// Leases acquired by this thread, for the no-nested-locks rule.
+thread_local std::vector<std::weak_ptr<LeaseState>> t_held;
+
+bool
+thread_holds_lease() noexcept
+{
+	auto now = Clock::now();
+	bool holds = false;
+	t_held.erase(std::remove_if(t_held.begin(), t_held.end(),
+	                            [&](const std::weak_ptr<LeaseState> &w) {
+		                            auto st = w.lock();
+		                            if (!st)
+			                            return true;
+		                            std::lock_guard<std::mutex> lk(st->mu);
+		                            bool held = !st->lost && !st->released && now < st->deadline;
+		                            holds = holds || held;
+		                            return !held;
+	                            }),
+	             t_held.end());
+	return holds;
+}
+
+} // namespace
+
+// ---- LeaseEngine --------------------------------------------------------------
+
+void
+LeaseEngine::track(const std::shared_ptr<LeaseState> &state)
+{
+	std::lock_guard<std::mutex> lk(mu_);
+	leases_.push_back(state);
+	if (!renewer_.joinable() && !stopping_)
+		renewer_ = std::thread([this] { renew_loop(); });
+	cv_.notify_all();
+}
+
+void
+LeaseEngine::stop() noexcept
+{
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		stopping_ = true;
+	}
+	cv_.notify_all();
+	if (renewer_.joinable() && renewer_.get_id() != std::this_thread::get_id())
+		renewer_.join();
+}
+
+void
+LeaseEngine::mark_lost(LeaseState &st, const Error &error) noexcept
+{
+	std::function<void(const Error &)> callback;
+	{
+		std::lock_guard<std::mutex> lk(st.mu);
+		if (st.lost || st.released)
+			return;
+		st.lost = true;
+		callback = st.on_lost;
+	}
+	st.cancelled->store(true);
+	if (callback) {
+		try {
+			callback(error);
+		} catch (...) {
+			// a throwing callback must not take the renewal thread down
+		}
+	}
+}
+
+// renew_now -- one renewal; a definite "no" or a missed deadline is a loss
+Result<void>
+LeaseEngine::renew_now(LeaseState &st) noexcept
+{
+	{
+		std::lock_guard<std::mutex> lk(st.mu);
+		if (st.lost || st.released)
+			return Error{Errc::lost, "", "lease \"" + st.resource + "\" is no longer held"};
+	}
+	auto sent = Clock::now();
+	Result<bool> renewed = Error{Errc::internal, "", "no grant"};
+	{
+		std::lock_guard<std::mutex> lk(st.op_mu);
+		if (st.grant)
+			renewed = st.grant->renew(st.ttl);
+	}
+
+	if (renewed && *renewed) {
+		std::lock_guard<std::mutex> lk(st.mu);
+		st.deadline = sent + st.ttl - st.drift;
+		st.next_renew = sent + st.heartbeat;
+		return {};
+	}
+	if (renewed) {
+		Error e{Errc::lost, "",
+		        "lease \"" + st.resource + "\" token " + std::to_string(st.token) +
+		            " was released, broken, expired or taken over"};
+		mark_lost(st, e);
+		return e;
+	}
+	Clock::time_point deadline;
+	{
+		std::lock_guard<std::mutex> lk(st.mu);
+		deadline = st.deadline;
+		// retry soon, but not in a tight loop
+		st.next_renew = std::min(Clock::now() + milliseconds{200}, deadline);
+	}
+	if (Clock::now() >= deadline || renewed.error().code == Errc::lost) {
+		Error e{Errc::lost, renewed.error().sqlstate,
+		        "lease \"" + st.resource +
+		            "\" could not be renewed before its local deadline: " + renewed.error().message};
+		mark_lost(st, e);
+		return e;
+	}
+	return renewed.error();
+}
+
+Result<void>
+LeaseEngine::release(LeaseState &st) noexcept
+{
+	{
+		std::lock_guard<std::mutex> lk(st.mu);
+		if (st.released)
+			return {};
+		if (st.lost)
+			return Error{Errc::lost, "", "lease \"" + st.resource + "\" was lost before release"};
+		st.released = true;
+	}
+	Result<bool> released = Error{Errc::internal, "", "no grant"};
+	{
+		std::lock_guard<std::mutex> lk(st.op_mu);
+		if (st.grant)
+			released = st.grant->release();
+	}
+	if (!released)
+		return released.error();
+	if (!*released)
+		return Error{Errc::lost, "", "lease \"" + st.resource + "\" was no longer held at release"};
+	return {};
+}
+
+void
+LeaseEngine::renew_loop() noexcept
+{
+	std::unique_lock<std::mutex> lk(mu_);
+	while (!stopping_) {
+		auto now = Clock::now();
+		auto wake = now + std::chrono::seconds{1};
+		std::vector<std::shared_ptr<LeaseState>> due;
+		for (auto it = leases_.begin(); it != leases_.end();) {
+			std::shared_ptr<LeaseState> st = it->lock();
+			bool keep = false;
+			if (st) {
+				std::lock_guard<std::mutex> slk(st->mu);
+				keep = !st->lost && !st->released;
+				if (keep && st->next_renew <= now)
+					due.push_back(st);
+				else if (keep)
+					wake = std::min(wake, st->next_renew);
+			}
+			it = keep ? std::next(it) : leases_.erase(it);
+		}
+		if (!due.empty()) {
+			lk.unlock();
+			for (auto &st : due)
+				(void)renew_now(*st);
+			lk.lock();
+			continue;
+		}
+		cv_.wait_until(lk, wake);
+	}
+}
+
+// ---- LockerBase -----------------------------------------------------------------
+
+LockerBase::LockerBase() noexcept
+{
+	try {
+		engine_ = std::make_shared<LeaseEngine>();
+		char host[256] = "localhost";
+		(void)gethostname(host, sizeof(host) - 1);
+		static std::atomic<unsigned> lockers{0};
+		holder_prefix_ = "pglease@" + std::string{host} + ":" + std::to_string(getpid()) + ":" +
+		                 std::to_string(lockers.fetch_add(1));
+	} catch (...) {
+		engine_.reset(); // constructed() reports it
+	}
+}
+
+LockerBase::~LockerBase()
+{
+	// leases that outlive their locker stay valid until their deadline, unrenewed
+	if (engine_)
+		engine_->stop();
+}
+
+Result<void>
+LockerBase::constructed() const noexcept
+{
+	if (engine_)
+		return {};
+	return Error{Errc::internal, "", "the locker could not be constructed (out of memory)"};
+}
+
+milliseconds
+LockerBase::drift(milliseconds) const noexcept
+{
+	return milliseconds{0};
+}
+
+Result<Lease>
+LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noexcept
+{
+	if (auto ok = constructed(); !ok)
+		return ok.error();
+	try {
+		// the SQLSTATE the extension gives the same mistakes (22023), for every provider
+		if (resource.empty())
+			return Error{Errc::invalid_argument, "22023", "resource must not be empty"};
+		if (options.ttl <= milliseconds{0} || options.wait < milliseconds{0})
+			return Error{Errc::invalid_argument, "22023", "ttl must be positive and wait not negative"};
+		auto heartbeat = options.heartbeat.count() > 0 ? options.heartbeat : options.ttl / 3;
+		if (heartbeat * 2 > options.ttl || heartbeat.count() <= 0)
+			return Error{Errc::invalid_argument, "22023", "heartbeat must be positive and at most ttl/2"};
+		if (thread_holds_lease() && !(options.wait.count() == 0 && options.allow_nested_try))
+			return Error{Errc::nested, "LS002",
+			             "this thread already holds a lease; release it before acquiring another"};
+
+		std::string holder = options.holder.empty()
+		                         ? holder_prefix_ + ":" + std::to_string(acquires_.fetch_add(1))
+		                         : options.holder;
+		Result<Granted> granted = grant(resource, options, holder);
+		if (!granted)
+			return granted.error();
+
+		auto state = std::make_shared<LeaseState>();
+		state->resource = std::string{resource};
+		state->token = granted->token;
+		state->ttl = options.ttl;
+		state->heartbeat = heartbeat;
+		state->drift = drift(options.ttl);
+		state->deadline = granted->deadline;
+		state->next_renew = std::min(Clock::now() + heartbeat, granted->deadline);
+		state->grant = std::move(granted->grant);
+		if (options.auto_renew)
+			engine_->track(state);
+		t_held.push_back(state);
+		return Lease{engine_, state};
+	} catch (const std::exception &e) {
+		return Error{Errc::internal, "", e.what()};
+	} catch (...) {
+		return Error{Errc::internal, "", "unknown exception"};
+	}
+}
+
+Result<Lease>
+LockerBase::try_acquire(std::string_view resource, LeaseOptions options) noexcept
+{
+	options.wait = milliseconds{0};
+	return acquire(resource, options);
+}
+
+} // namespace detail
+
+using detail::Clock;
+
+// ---- Lease ----------------------------------------------------------------------
+
+Lease::Lease(std::shared_ptr<detail::LeaseEngine> engine, std::shared_ptr<detail::LeaseState> state) noexcept
+    : engine_(std::move(engine)), state_(std::move(state))
+{
+}
+
+Lease::Lease(Lease &&) noexcept = default;
+
+Lease &
+Lease::operator=(Lease &&other) noexcept
+{
+	if (this != &other) {
+		if (state_ && engine_)
+			(void)engine_->release(*state_);
+		engine_ = std::move(other.engine_);
+		state_ = std::move(other.state_);
+	}
+	return *this;
+}
+
+Lease::~Lease()
+{
+	if (state_ && engine_)
+		(void)engine_->release(*state_);
+}
+
+std::int64_t
+Lease::token() const noexcept
+{
+	return state_ ? state_->token : 0;
+}
+
+const std::string &
+Lease::resource() const noexcept
+{
+	static const std::string none;
+	return state_ ? state_->resource : none;
+}
+
+bool
+Lease::valid() const noexcept
+{
+	if (!state_)
+		return false;
+	std::lock_guard<std::mutex> lk(state_->mu);
+	return !state_->lost && !state_->released && Clock::now() < state_->deadline;
+}
+
+std::chrono::milliseconds
+Lease::remaining() const noexcept
+{
+	if (!valid())
+		return std::chrono::milliseconds{0};
+	std::lock_guard<std::mutex> lk(state_->mu);
+	return std::chrono::duration_cast<std::chrono::milliseconds>(state_->deadline - Clock::now());
+}
+
+Result<void>
+Lease::renew() noexcept
+{
+	if (!state_ || !engine_)
+		return Error{Errc::lost, "", "empty lease"};
+	return engine_->renew_now(*state_);
+}
+
+Result<void>
+Lease::release() noexcept
+{
+	if (!state_ || !engine_)
+		return Error{Errc::lost, "", "empty lease"};
+	return engine_->release(*state_);
+}
+
+void
+Lease::on_lost(std::function<void(const Error &)> callback) noexcept
+{
+	if (!state_)
+		return;
+	bool already = false;
+	{
+		std::lock_guard<std::mutex> lk(state_->mu);
+		already = state_->lost;
+		if (!already)
+			state_->on_lost = callback;
+	}
+	if (already && callback) {
+		try {
+			callback(Error{Errc::lost, "", "lease \"" + state_->resource + "\" was already lost"});
+		} catch (...) {
+		}
+	}
+}
+
+std::int64_t
+Lease::detach() noexcept
+{
+	std::int64_t token = this->token();
+	if (state_) {
+		std::lock_guard<std::mutex> lk(state_->mu);
+		state_->released = true; // stops renewal; nothing is sent
+	}
+	state_.reset();
+	engine_.reset();
+	return token;
+}
+
+CancelToken
+Lease::cancel_token() const noexcept
+{
+	return state_ ? CancelToken{state_->cancelled} : CancelToken{};
+}
+
+} // namespace pglease
