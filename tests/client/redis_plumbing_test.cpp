@@ -260,6 +260,20 @@ TEST(RedisConnection, stopped_server_is_unavailable_promptly_and_restarted_one_w
 	EXPECT_EQ(ping->text, "PONG");
 }
 
+TEST(RedisConnection, writing_to_a_closed_connection_does_not_raise_sigpipe)
+{
+	// hiredis writes with write(2): without a guard the second write after the
+	// peer's RST raises SIGPIPE, whose default action kills the host service
+	RedisServer server(56380, false);
+	ASSERT_TRUE(server.start());
+	auto c = connect_or_fail(server.endpoint());
+	ASSERT_TRUE(server.stop());
+	const std::string big(8 << 20, 'x'); // many write(2) calls
+	auto sent = c.command({"SET", key("big"), big});
+	ASSERT_FALSE(sent) << "the process is still alive, but the command cannot have succeeded";
+	EXPECT_EQ(sent.error().code, Errc::unavailable) << sent.error();
+}
+
 TEST(RedisConnection, killed_persistent_server_keeps_every_acknowledged_write)
 {
 	// what the Redis provider's fencing token relies on (AOF, appendfsync always)

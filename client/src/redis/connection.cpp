@@ -6,10 +6,15 @@
 // EAGAIN) and poisons the context for good, so a command timeout ends the
 // connection here too, and the subscriber never lets a read time out: it
 // polls the socket for its own wait and reads only when data is there.
+// hiredis writes with write(2), not send(MSG_NOSIGNAL): a write after the peer
+// reset the connection raises SIGPIPE, which would kill the host service, so
+// every command runs with SIGPIPE blocked in its thread (libpq's approach).
 #include "redis/connection.hpp"
 
 #include <hiredis/hiredis.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <cerrno>
 #include <new>
@@ -79,6 +84,50 @@ copy_reply(const redisReply &r)
 	}
 	return out;
 }
+
+// SigpipeGuard -- SIGPIPE blocked in this thread for the guard's life; one
+// raised meanwhile is consumed (unless one was already pending), so it is
+// never delivered to the process.
+class SigpipeGuard {
+public:
+	SigpipeGuard() noexcept
+	{
+		sigset_t pipe;
+		sigemptyset(&pipe);
+		sigaddset(&pipe, SIGPIPE);
+		sigset_t pending;
+		sigemptyset(&pending);
+		sigpending(&pending);
+		was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+		blocked_ = pthread_sigmask(SIG_BLOCK, &pipe, &old_) == 0;
+	}
+	~SigpipeGuard()
+	{
+		if (!blocked_)
+			return;
+		sigset_t pending;
+		sigemptyset(&pending);
+		sigpending(&pending);
+		if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
+			sigset_t pipe;
+			sigemptyset(&pipe);
+			sigaddset(&pipe, SIGPIPE);
+			timespec zero{};
+			int saved_errno = errno;
+			while (sigtimedwait(&pipe, nullptr, &zero) < 0 && errno == EINTR) {
+			}
+			errno = saved_errno;
+		}
+		pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+	}
+	SigpipeGuard(const SigpipeGuard &) = delete;
+	SigpipeGuard &operator=(const SigpipeGuard &) = delete;
+
+private:
+	sigset_t old_{};
+	bool was_pending_ = false;
+	bool blocked_ = false;
+};
 
 bool
 starts_with(std::string_view s, std::string_view prefix)
@@ -210,11 +259,20 @@ Connection::run(const std::string_view *argv, std::size_t argc) noexcept
 			ptrs[i] = argv[i].data();
 			lens[i] = argv[i].size();
 		}
-		errno = 0;
-		ReplyPtr reply(static_cast<redisReply *>(
-		    redisCommandArgv(context_.get(), static_cast<int>(argc), ptrs.data(), lens.data())));
-		if (!reply)
-			return io_error(argc ? std::string(argv[0]) : std::string("command"));
+		ReplyPtr reply;
+		int call_errno = 0;
+		{
+			SigpipeGuard no_sigpipe;
+			errno = 0;
+			reply.reset(static_cast<redisReply *>(
+			    redisCommandArgv(context_.get(), static_cast<int>(argc), ptrs.data(), lens.data())));
+			call_errno = errno;
+		}
+		if (!reply) {
+			std::string what = argc ? std::string(argv[0]) : std::string("command");
+			errno = call_errno; // io_error tells a timeout (EAGAIN) by it
+			return io_error(what);
+		}
 		return copy_reply(*reply);
 	} catch (const std::bad_alloc &) {
 		return out_of_memory();
