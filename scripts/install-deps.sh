@@ -6,7 +6,21 @@ set -euo pipefail
 packages=(
 	postgresql-15 postgresql-server-dev-15 postgresql-contrib
 	libpq-dev make gcc g++ cmake pkg-config libpqxx-dev libgtest-dev pgbouncer
+	redis-server libhiredis-dev
 )
+
+# Debian's redis-server package starts a system service on 6379 when it is
+# installed.  Tests start their own servers (scripts/redis.sh) on other ports,
+# so the service is stopped and kept from starting at boot; idempotent.
+stop_system_redis() {
+	dpkg-query -W -f='${Status}' redis-server 2>/dev/null | grep -q 'install ok installed' || return 0
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		$sudo systemctl disable --now redis-server >/dev/null 2>&1 || true
+	else
+		$sudo service redis-server stop >/dev/null 2>&1 || true
+		$sudo update-rc.d redis-server disable >/dev/null 2>&1 || true
+	fi
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -34,3 +48,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+stop_system_redis

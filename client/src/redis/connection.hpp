@@ -1,0 +1,145 @@
+// redis/connection.hpp -- one synchronous connection to a Redis node, and a
+// subscriber connection for pub/sub wake-ups: the plumbing the Redis and
+// Redlock providers stand on (DESIGN.md §6b).
+//
+// No recipe lives here.  The providers implement the Redis distlock page's
+// recipes (https://redis.io/docs/latest/develop/clients/patterns/distributed-locks/:
+// SET NX PX with a random value, compare-and-delete release in Lua, Redlock's
+// majority over N independent nodes) with Connection::eval; where their token
+// comes from is said in their own banners.
+//
+// Nothing throws out of this folder: every call returns a Result.  An Error is
+// Errc::unavailable when the node could not be reached or answered nothing in
+// time (I/O error, timeout, EOF; the connection is then unusable until
+// reconnect()), Errc::internal for what should not happen (protocol error, out
+// of memory).  A Redis error reply ("-ERR ...") is not an Error: it is a Reply
+// of kind error, for the caller to judge (error_from_reply maps it).
+#pragma once
+
+#include <chrono>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pglease/result.hpp"
+#include "redis/endpoint.hpp"
+
+struct redisContext; // hiredis; only connection.cpp includes its headers
+
+namespace pglease::detail::redis {
+
+/// How long a connect, and then each command, may take.  A command past its
+/// timeout leaves the connection unusable (its reply may still be on the way).
+struct Timeouts {
+	std::chrono::milliseconds connect{1000};
+	std::chrono::milliseconds command{1000};
+};
+
+/// An owned copy of one Redis reply (RESP2).
+struct Reply {
+	enum class Kind { nil, integer, status, error, string, array };
+
+	Kind kind = Kind::nil;
+	long long integer = 0;       ///< Kind::integer
+	std::string text;            ///< Kind::status, Kind::error, Kind::string (binary-safe)
+	std::vector<Reply> elements; ///< Kind::array
+
+	[[nodiscard]] bool is_nil() const noexcept { return kind == Kind::nil; }
+	[[nodiscard]] bool is_integer() const noexcept { return kind == Kind::integer; }
+	[[nodiscard]] bool is_status() const noexcept { return kind == Kind::status; }
+	[[nodiscard]] bool is_error() const noexcept { return kind == Kind::error; }
+	[[nodiscard]] bool is_string() const noexcept { return kind == Kind::string; }
+	[[nodiscard]] bool is_array() const noexcept { return kind == Kind::array; }
+};
+
+/// The Error for an error reply of endpoint: Errc::unavailable for the
+/// transient ones (LOADING, BUSY, READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN),
+/// Errc::permission for NOAUTH / WRONGPASS / NOPERM, Errc::internal otherwise.
+[[nodiscard]] Error error_from_reply(const Reply &reply, const Endpoint &endpoint);
+
+/// A Lua script and its SHA-1 (computed locally: the same name on every node).
+class Script {
+public:
+	explicit Script(std::string source);
+	[[nodiscard]] const std::string &source() const noexcept { return source_; }
+	[[nodiscard]] const std::string &sha1() const noexcept { return sha1_; }
+
+private:
+	std::string source_;
+	std::string sha1_;
+};
+
+struct ContextDeleter {
+	void operator()(redisContext *context) const noexcept;
+};
+
+/// One blocking connection to one node.  Not thread-safe: one user at a time.
+class Connection {
+public:
+	/// Connect (bounded by timeouts.connect) and SELECT db when it is not 0.
+	[[nodiscard]] static Result<Connection> open(Endpoint endpoint, Timeouts timeouts, int db = 0) noexcept;
+
+	/// False after an I/O error, timeout or EOF: reconnect() before the next command.
+	[[nodiscard]] bool usable() const noexcept;
+	[[nodiscard]] const Endpoint &endpoint() const noexcept { return endpoint_; }
+
+	/// A fresh connection to the same node, same timeouts and db.
+	[[nodiscard]] Result<void> reconnect() noexcept;
+
+	/// Run one command; every argument is binary-safe.
+	[[nodiscard]] Result<Reply> command(std::initializer_list<std::string_view> argv) noexcept;
+	[[nodiscard]] Result<Reply> command(const std::vector<std::string_view> &argv) noexcept;
+
+	/// EVALSHA the script; on NOSCRIPT (never loaded, or SCRIPT FLUSH, or a
+	/// restart) EVAL it, which also caches it on the server for the next time.
+	[[nodiscard]] Result<Reply> eval(const Script &script, const std::vector<std::string_view> &keys,
+	                                 const std::vector<std::string_view> &args) noexcept;
+
+private:
+	friend class Subscriber;
+	Connection(Endpoint endpoint, Timeouts timeouts, int db) noexcept;
+	Result<void> connect() noexcept;
+	Result<Reply> run(const std::string_view *argv, std::size_t argc) noexcept;
+	Error io_error(std::string_view what) noexcept;
+
+	Endpoint endpoint_;
+	Timeouts timeouts_;
+	int db_ = 0;
+	std::unique_ptr<redisContext, ContextDeleter> context_;
+};
+
+/// A message published on a subscribed channel.
+struct Message {
+	std::string channel;
+	std::string payload;
+};
+
+/// A second connection, SUBSCRIBEd to one channel, to be woken when a holder
+/// publishes a release instead of polling until the next retry.
+class Subscriber {
+public:
+	[[nodiscard]] static Result<Subscriber> open(Endpoint endpoint, Timeouts timeouts,
+	                                             std::string_view channel) noexcept;
+
+	/// The next message, or std::nullopt when none came within timeout (not an
+	/// error: the subscription stays usable).  An I/O error or EOF is
+	/// Errc::unavailable, and the subscriber must then be opened again.
+	[[nodiscard]] Result<std::optional<Message>> wait(std::chrono::milliseconds timeout) noexcept;
+
+	[[nodiscard]] bool usable() const noexcept { return connection_.usable(); }
+	[[nodiscard]] const std::string &channel() const noexcept { return channel_; }
+
+private:
+	Subscriber(Connection connection, std::string channel) noexcept
+	    : connection_(std::move(connection)), channel_(std::move(channel))
+	{
+	}
+
+	Connection connection_;
+	std::string channel_;
+};
+
+} // namespace pglease::detail::redis

@@ -1,0 +1,152 @@
+// redis/endpoint.cpp -- parsing of redis:// and redlock:// URLs (see endpoint.hpp
+// for the accepted forms and why).
+#include "redis/endpoint.hpp"
+
+#include <algorithm>
+#include <new>
+
+namespace pglease::detail::redis {
+
+namespace {
+
+constexpr std::string_view redis_scheme = "redis://";
+constexpr std::string_view redlock_scheme = "redlock://";
+constexpr std::size_t redlock_min_nodes = 3;
+
+Error
+bad_url(std::string_view url, const std::string &what)
+{
+	return Error{Errc::invalid_argument, "", "invalid Redis URL \"" + std::string(url) + "\": " + what};
+}
+
+// parse_decimal -- a non-empty run of digits no larger than max, else -1
+long
+parse_decimal(std::string_view s, long max)
+{
+	if (s.empty() || s.size() > 10)
+		return -1;
+	long value = 0;
+	for (char c : s) {
+		if (c < '0' || c > '9')
+			return -1;
+		value = value * 10 + (c - '0');
+	}
+	return value <= max ? value : -1;
+}
+
+// parse_node -- "host:port" or "[v6]:port" into an Endpoint, or what is wrong
+Result<Endpoint>
+parse_node(std::string_view url, std::string_view node)
+{
+	if (node.empty())
+		return bad_url(url, "empty node (two commas in a row, or a trailing comma?)");
+	std::string_view host;
+	std::string_view rest;
+	if (node.front() == '[') {
+		auto close = node.find(']');
+		if (close == std::string_view::npos)
+			return bad_url(url, "unterminated [ in \"" + std::string(node) + "\"");
+		host = node.substr(1, close - 1);
+		rest = node.substr(close + 1);
+		if (rest.empty() || rest.front() != ':')
+			return bad_url(url, "missing port in \"" + std::string(node) + "\" (write [addr]:port)");
+		rest.remove_prefix(1);
+	} else {
+		auto colon = node.rfind(':');
+		if (colon == std::string_view::npos)
+			return bad_url(url, "missing port in \"" + std::string(node) + "\" (write host:port)");
+		host = node.substr(0, colon);
+		rest = node.substr(colon + 1);
+		if (host.find(':') != std::string_view::npos)
+			return bad_url(url, "IPv6 address without brackets in \"" + std::string(node) +
+			                        "\" (write [addr]:port)");
+	}
+	if (host.empty())
+		return bad_url(url, "empty host in \"" + std::string(node) + "\"");
+	if (rest.empty())
+		return bad_url(url, "missing port in \"" + std::string(node) + "\"");
+	long port = parse_decimal(rest, 65535);
+	if (port < 1)
+		return bad_url(url, "port \"" + std::string(rest) + "\" is not a number from 1 to 65535");
+	return Endpoint{std::string(host), static_cast<int>(port)};
+}
+
+Result<Target>
+parse(std::string_view url)
+{
+	Target target;
+	std::string_view rest;
+	if (url.substr(0, redis_scheme.size()) == redis_scheme) {
+		rest = url.substr(redis_scheme.size());
+	} else if (url.substr(0, redlock_scheme.size()) == redlock_scheme) {
+		target.redlock = true;
+		rest = url.substr(redlock_scheme.size());
+	} else {
+		return bad_url(url, "the scheme must be redis:// or redlock://");
+	}
+	if (rest.find_first_of("?#") != std::string_view::npos)
+		return bad_url(url, "query strings and fragments are not supported");
+	auto slash = rest.find('/');
+	std::string_view authority = rest.substr(0, slash);
+	if (slash != std::string_view::npos) {
+		std::string_view db = rest.substr(slash + 1);
+		if (!db.empty()) {
+			long n = parse_decimal(db, 1000000);
+			if (n < 0)
+				return bad_url(url, "database \"" + std::string(db) + "\" is not a non-negative number");
+			target.db = static_cast<int>(n);
+		}
+	}
+	if (authority.find('@') != std::string_view::npos)
+		return bad_url(url, "credentials in the URL are not supported");
+	if (authority.empty())
+		return bad_url(url, "no host:port");
+
+	for (std::size_t start = 0;;) {
+		auto comma = authority.find(',', start);
+		auto node =
+		    parse_node(url, authority.substr(start, comma == std::string_view::npos ? comma : comma - start));
+		if (!node)
+			return node.error();
+		if (std::find(target.nodes.begin(), target.nodes.end(), *node) != target.nodes.end())
+			return bad_url(url, "node " + to_string(*node) + " is named twice (it would vote twice)");
+		target.nodes.push_back(std::move(*node));
+		if (comma == std::string_view::npos)
+			break;
+		start = comma + 1;
+	}
+	if (!target.redlock && target.nodes.size() != 1)
+		return bad_url(url, "redis:// takes one node; use redlock:// for several independent nodes");
+	if (target.redlock && target.nodes.size() < redlock_min_nodes)
+		return bad_url(url, "redlock:// needs at least " + std::to_string(redlock_min_nodes) +
+		                        " independent nodes, got " + std::to_string(target.nodes.size()));
+	return target;
+}
+
+} // namespace
+
+bool
+operator==(const Endpoint &a, const Endpoint &b) noexcept
+{
+	return a.port == b.port && a.host == b.host;
+}
+
+std::string
+to_string(const Endpoint &endpoint)
+{
+	if (endpoint.host.find(':') != std::string::npos)
+		return "[" + endpoint.host + "]:" + std::to_string(endpoint.port);
+	return endpoint.host + ":" + std::to_string(endpoint.port);
+}
+
+Result<Target>
+parse_url(std::string_view url) noexcept
+{
+	try {
+		return parse(url);
+	} catch (const std::bad_alloc &) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+} // namespace pglease::detail::redis

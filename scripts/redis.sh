@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# redis.sh -- a throwaway redis-server on a loopback port, its files in a directory.
+#
+#   redis.sh start DIR PORT [persist]   start (persist: AOF with appendfsync always)
+#   redis.sh stop DIR                   SIGTERM via the pidfile, wait for the exit
+#   redis.sh kill DIR                   SIGKILL (a crash: nothing flushed on the way out)
+#   redis.sh restart DIR                stop, then start with the same port and mode
+#
+# Data, pidfile and log live in DIR, so a test owns its servers and can crash
+# them.  No RDB snapshots ever (save ""); without persist nothing survives a
+# restart, with persist every write is fsynced to the AOF before the reply
+# (what the Redis provider's fencing token needs to stay monotonic).
+# redis-server runs fine as root, so unlike cluster.sh no user switch.
+set -euo pipefail
+
+die() { echo "redis.sh: $*" >&2; exit 1; }
+
+command -v redis-server >/dev/null 2>&1 ||
+	die "redis-server not found: install redis-server (scripts/install-deps.sh)"
+command -v redis-cli >/dev/null 2>&1 ||
+	die "redis-cli not found: install redis-tools (scripts/install-deps.sh)"
+
+cmd="${1:-}"; dir="${2:-}"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: redis.sh start DIR PORT [persist] | stop|kill|restart DIR"
+
+# alive PID -- the process exists and has not exited.  A daemonized server is
+# the child of init, which may take a second or two to reap it: a zombie has
+# closed its port and files already, so it counts as gone.
+alive() {
+	local state
+	state="$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" || return 1
+	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# pid_of DIR -- the server's pid if its pidfile names a live process
+pid_of() {
+	local pid
+	[ -f "$1/redis.pid" ] || return 1
+	pid="$(cat "$1/redis.pid")"
+	[[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" || return 1
+	echo "$pid"
+}
+
+# wait_gone PID SECONDS -- wait until the process has exited
+wait_gone() {
+	local i
+	for ((i = 0; i < $2 * 20; i++)); do
+		alive "$1" || return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+case "$cmd" in
+start)
+	port="${3:-}"; mode="${4:-volatile}"
+	[[ "$port" =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] ||
+		die "start needs a port (1-65535), got '${port}'"
+	[ "$port" -ne 6379 ] || die "port 6379 belongs to a system redis-server; tests use their own ports"
+	case "$mode" in volatile | persist) ;; *) die "unknown mode '$mode' (persist or nothing)" ;; esac
+	mkdir -p "$dir"
+	dir="$(cd "$dir" && pwd)"
+	if pid="$(pid_of "$dir")"; then
+		die "a server from $dir is already running (pid $pid)"
+	fi
+	# a server already on the port would answer our PING and pass for this one
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		die "port $port is in use already (a server left by a crashed test? see its pidfile under /tmp/pglease-redis-test.*)"
+	fi
+	echo "$port" >"$dir/port"
+	echo "$mode" >"$dir/mode"
+	{
+		echo "bind 127.0.0.1"
+		echo "port $port"
+		echo "dir $dir"
+		echo "pidfile $dir/redis.pid"
+		echo "logfile $dir/redis.log"
+		echo "daemonize yes"
+		echo "save \"\""
+		if [ "$mode" = persist ]; then
+			echo "appendonly yes"
+			echo "appendfsync always"
+		else
+			echo "appendonly no"
+		fi
+	} >"$dir/redis.conf"
+	rm -f "$dir/redis.pid"
+	redis-server "$dir/redis.conf" ||
+		{ tail -20 "$dir/redis.log" >&2 2>/dev/null || true; die "redis-server did not start on port $port"; }
+	# up to 10 s for the first PONG (an AOF replay after a crash takes a moment)
+	for ((i = 0; i < 200; i++)); do
+		if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null || true)" = PONG ]; then
+			exit 0
+		fi
+		sleep 0.05
+	done
+	tail -20 "$dir/redis.log" >&2 2>/dev/null || true
+	die "redis-server on port $port did not answer PING within 10 s (log: $dir/redis.log)"
+	;;
+stop)
+	if pid="$(pid_of "$dir")"; then
+		kill -TERM "$pid"
+		wait_gone "$pid" 30 || die "redis-server (pid $pid) did not exit within 30 s of SIGTERM"
+	fi
+	;;
+kill)
+	if pid="$(pid_of "$dir")"; then
+		kill -KILL "$pid"
+		wait_gone "$pid" 10 || die "redis-server (pid $pid) still there after SIGKILL"
+	fi
+	;;
+restart)
+	[ -f "$dir/port" ] || die "$dir holds no server started by redis.sh start"
+	"$0" stop "$dir"
+	mode="$(cat "$dir/mode")"
+	if [ "$mode" = persist ]; then
+		"$0" start "$dir" "$(cat "$dir/port")" persist
+	else
+		"$0" start "$dir" "$(cat "$dir/port")"
+	fi
+	;;
+*)
+	die "unknown command '$cmd' (start, stop, kill, restart)"
+	;;
+esac

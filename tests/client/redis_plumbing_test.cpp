@@ -1,0 +1,442 @@
+// redis_plumbing_test.cpp -- the Redis plumbing (client/src/redis/) against real
+// redis-servers this test starts itself with scripts/redis.sh on loopback ports
+// 56379-56382 (never 6379).  Never mocked, never skipped: without redis-server
+// every test fails and says how to get one.
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "redis/connection.hpp"
+#include "redis/endpoint.hpp"
+#include "redis/sha1.hpp"
+
+using namespace std::chrono_literals;
+using pglease::Errc;
+using namespace pglease::detail::redis;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A redis-server of this test: its files in a fresh temporary directory,
+// stopped and removed when the object goes.
+class RedisServer {
+public:
+	RedisServer(int port, bool persist) : port_(port), persist_(persist)
+	{
+		char tmpl[] = "/tmp/pglease-redis-test.XXXXXX";
+		if (const char *made = ::mkdtemp(tmpl))
+			dir_ = made;
+	}
+	~RedisServer()
+	{
+		if (!dir_.empty()) {
+			run("kill");
+			std::error_code ignored;
+			std::filesystem::remove_all(dir_, ignored);
+		}
+	}
+	RedisServer(const RedisServer &) = delete;
+	RedisServer &operator=(const RedisServer &) = delete;
+
+	bool start() { return run("start", std::to_string(port_) + (persist_ ? " persist" : "")); }
+	bool stop() { return run("stop"); }
+	bool kill() { return run("kill"); }
+	bool restart() { return run("restart"); }
+	Endpoint endpoint() const { return Endpoint{"127.0.0.1", port_}; }
+
+private:
+	bool run(const std::string &cmd, const std::string &extra = "")
+	{
+		if (dir_.empty())
+			return false;
+		std::string line =
+		    std::string(PGLEASE_SOURCE_DIR) + "/scripts/redis.sh " + cmd + " '" + dir_ + "' " + extra;
+		return std::system(line.c_str()) == 0;
+	}
+
+	int port_;
+	bool persist_;
+	std::string dir_;
+};
+
+constexpr Timeouts quick{500ms, 500ms};
+
+// The shared server of the tests that never stop theirs: 56379.
+RedisServer &
+shared_server()
+{
+	static RedisServer server(56379, false);
+	static bool started = server.start();
+	EXPECT_TRUE(started) << "scripts/redis.sh could not start redis-server on 56379 "
+	                        "(install it: scripts/install-deps.sh)";
+	return server;
+}
+
+Connection
+connect_or_fail(const Endpoint &endpoint, Timeouts timeouts = quick)
+{
+	auto c = Connection::open(endpoint, timeouts);
+	if (!c) {
+		ADD_FAILURE() << "cannot connect to " << to_string(endpoint) << ": " << c.error();
+		std::abort();
+	}
+	return std::move(*c);
+}
+
+std::string
+key(const std::string &suffix)
+{
+	return std::string("plumbing/") + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/" +
+	       suffix;
+}
+
+} // namespace
+
+TEST(RedisCommand, set_get_round_trip_is_binary_safe)
+{
+	auto c = connect_or_fail(shared_server().endpoint());
+	const std::string value("a\0b\r\n$3\r\nc", 11);
+	auto set = c.command({"SET", key("v"), value});
+	ASSERT_TRUE(set) << set.error();
+	EXPECT_TRUE(set->is_status());
+	EXPECT_EQ(set->text, "OK");
+
+	auto got = c.command({"GET", key("v")});
+	ASSERT_TRUE(got) << got.error();
+	ASSERT_TRUE(got->is_string());
+	EXPECT_EQ(got->text, value) << "a value with NUL and CRLF must come back byte for byte";
+
+	auto missing = c.command({"GET", key("missing")});
+	ASSERT_TRUE(missing) << missing.error();
+	EXPECT_TRUE(missing->is_nil());
+
+	auto n = c.command({"INCR", key("n")});
+	ASSERT_TRUE(n) << n.error();
+	ASSERT_TRUE(n->is_integer());
+	EXPECT_EQ(n->integer, 1);
+
+	ASSERT_TRUE(c.command({"RPUSH", key("list"), "x", "y"}));
+	auto list = c.command(std::vector<std::string_view>{"LRANGE", key("list"), "0", "-1"});
+	ASSERT_TRUE(list) << list.error();
+	ASSERT_TRUE(list->is_array());
+	ASSERT_EQ(list->elements.size(), 2u);
+	EXPECT_EQ(list->elements[1].text, "y");
+}
+
+TEST(RedisCommand, select_db_from_open_applies_to_commands)
+{
+	auto in_db3 = Connection::open(shared_server().endpoint(), quick, 3);
+	ASSERT_TRUE(in_db3) << in_db3.error();
+	ASSERT_TRUE(in_db3->command({"SET", key("k"), "3"}));
+	auto in_db0 = connect_or_fail(shared_server().endpoint());
+	auto got = in_db0.command({"GET", key("k")});
+	ASSERT_TRUE(got) << got.error();
+	EXPECT_TRUE(got->is_nil()) << "a key set in db 3 must not be visible in db 0";
+}
+
+TEST(RedisScript, local_sha1_is_the_name_script_load_gives)
+{
+	EXPECT_EQ(sha1_hex(""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+	EXPECT_EQ(sha1_hex("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+	EXPECT_EQ(sha1_hex(std::string(1000, 'a')).size(), 40u);
+
+	auto c = connect_or_fail(shared_server().endpoint());
+	for (std::size_t len : {0u, 10u, 55u, 56u, 63u, 64u, 65u, 200u}) {
+		Script script("return '" + std::string(len, 'x') + "'");
+		auto loaded = c.command({"SCRIPT", "LOAD", script.source()});
+		ASSERT_TRUE(loaded) << loaded.error();
+		EXPECT_EQ(loaded->text, script.sha1()) << "script of padding length " << len;
+	}
+}
+
+TEST(RedisScript, eval_uses_evalsha_and_falls_back_to_eval_after_script_flush)
+{
+	auto c = connect_or_fail(shared_server().endpoint());
+	Script script("redis.call('SET', KEYS[1], ARGV[1]); return redis.call('INCR', KEYS[2])");
+	ASSERT_TRUE(c.command({"SCRIPT", "FLUSH"}));
+	ASSERT_TRUE(c.command({"CONFIG", "RESETSTAT"}));
+
+	auto first = c.eval(script, {key("value"), key("counter")}, {"v1"});
+	ASSERT_TRUE(first) << first.error();
+	ASSERT_TRUE(first->is_integer()) << first->text;
+	EXPECT_EQ(first->integer, 1);
+	auto second = c.eval(script, {key("value"), key("counter")}, {"v2"});
+	ASSERT_TRUE(second) << second.error();
+	EXPECT_EQ(second->integer, 2);
+	auto value = c.command({"GET", key("value")});
+	ASSERT_TRUE(value);
+	EXPECT_EQ(value->text, "v2");
+
+	// first call: EVALSHA (NOSCRIPT) then EVAL; second call: EVALSHA only
+	auto stats = c.command({"INFO", "commandstats"});
+	ASSERT_TRUE(stats) << stats.error();
+	EXPECT_NE(stats->text.find("cmdstat_evalsha:calls=2,"), std::string::npos) << stats->text;
+	EXPECT_NE(stats->text.find("cmdstat_eval:calls=1,"), std::string::npos) << stats->text;
+}
+
+TEST(RedisReply, error_reply_is_a_reply_and_the_connection_stays_usable)
+{
+	auto c = connect_or_fail(shared_server().endpoint());
+	ASSERT_TRUE(c.command({"SET", key("s"), "not a number"}));
+	auto wrong = c.command({"INCR", key("s")});
+	ASSERT_TRUE(wrong) << "an error reply is not a failed call: " << wrong.error();
+	ASSERT_TRUE(wrong->is_error());
+	EXPECT_NE(wrong->text.find("not an integer"), std::string::npos) << wrong->text;
+	EXPECT_EQ(error_from_reply(*wrong, c.endpoint()).code, Errc::internal);
+
+	auto unknown = c.command({"NO-SUCH-COMMAND"});
+	ASSERT_TRUE(unknown);
+	EXPECT_TRUE(unknown->is_error());
+	EXPECT_EQ(unknown->text.rfind("ERR", 0), 0u) << unknown->text;
+
+	Script failing("return redis.error_reply('LOADING pretend the dataset is loading')");
+	auto script_error = c.eval(failing, {}, {});
+	ASSERT_TRUE(script_error) << script_error.error();
+	ASSERT_TRUE(script_error->is_error());
+	EXPECT_EQ(error_from_reply(*script_error, c.endpoint()).code, Errc::unavailable);
+
+	EXPECT_TRUE(c.usable());
+	auto ping = c.command({"PING"});
+	ASSERT_TRUE(ping) << ping.error();
+	EXPECT_EQ(ping->text, "PONG");
+}
+
+TEST(RedisConnection, command_past_its_timeout_is_unavailable_and_ends_the_connection)
+{
+	auto c = connect_or_fail(shared_server().endpoint(), Timeouts{500ms, 200ms});
+	auto t0 = Clock::now();
+	auto blocked = c.command({"BLPOP", key("empty"), "3"}); // the server holds the reply for 3 s
+	auto waited = Clock::now() - t0;
+	ASSERT_FALSE(blocked);
+	EXPECT_EQ(blocked.error().code, Errc::unavailable) << blocked.error();
+	EXPECT_NE(blocked.error().message.find("no reply within 200 ms"), std::string::npos) << blocked.error();
+	EXPECT_LT(waited, 1s) << "bounded by the 200 ms command timeout";
+	EXPECT_FALSE(c.usable()) << "a late reply could be taken for the next command's";
+	auto next = c.command({"PING"});
+	ASSERT_FALSE(next);
+	EXPECT_EQ(next.error().code, Errc::unavailable);
+
+	ASSERT_TRUE(c.reconnect());
+	EXPECT_TRUE(c.usable());
+	EXPECT_TRUE(c.command({"PING"}));
+}
+
+TEST(RedisConnection, stopped_server_is_unavailable_promptly_and_restarted_one_works_after_reconnect)
+{
+	RedisServer server(56380, false);
+	ASSERT_TRUE(server.start());
+	auto c = connect_or_fail(server.endpoint());
+	ASSERT_TRUE(c.command({"SET", key("k"), "v"}));
+
+	ASSERT_TRUE(server.stop());
+	auto t0 = Clock::now();
+	auto gone = c.command({"GET", key("k")});
+	ASSERT_FALSE(gone);
+	EXPECT_EQ(gone.error().code, Errc::unavailable) << gone.error();
+	EXPECT_TRUE(pglease::is_retryable(gone.error()));
+	EXPECT_FALSE(c.usable());
+
+	auto refused = c.reconnect();
+	ASSERT_FALSE(refused);
+	EXPECT_EQ(refused.error().code, Errc::unavailable) << refused.error();
+	EXPECT_LT(Clock::now() - t0, 1500ms) << "bounded by the 500 ms timeouts";
+
+	auto fresh = Connection::open(server.endpoint(), quick);
+	ASSERT_FALSE(fresh);
+	EXPECT_EQ(fresh.error().code, Errc::unavailable) << fresh.error();
+
+	ASSERT_TRUE(server.restart());
+	auto back = c.reconnect();
+	ASSERT_TRUE(back) << back.error();
+	auto ping = c.command({"PING"});
+	ASSERT_TRUE(ping) << ping.error();
+	EXPECT_EQ(ping->text, "PONG");
+}
+
+TEST(RedisConnection, writing_to_a_closed_connection_does_not_raise_sigpipe)
+{
+	// hiredis writes with write(2): without a guard the second write after the
+	// peer's RST raises SIGPIPE, whose default action kills the host service
+	RedisServer server(56380, false);
+	ASSERT_TRUE(server.start());
+	auto c = connect_or_fail(server.endpoint());
+	ASSERT_TRUE(server.stop());
+	const std::string big(8 << 20, 'x'); // many write(2) calls
+	auto sent = c.command({"SET", key("big"), big});
+	ASSERT_FALSE(sent) << "the process is still alive, but the command cannot have succeeded";
+	EXPECT_EQ(sent.error().code, Errc::unavailable) << sent.error();
+}
+
+TEST(RedisConnection, killed_persistent_server_keeps_every_acknowledged_write)
+{
+	// what the Redis provider's fencing token relies on (AOF, appendfsync always)
+	RedisServer server(56382, true);
+	ASSERT_TRUE(server.start());
+	auto c = connect_or_fail(server.endpoint());
+	long long last = 0;
+	for (int i = 0; i < 20; i++) {
+		auto n = c.command({"INCR", key("token")});
+		ASSERT_TRUE(n) << n.error();
+		last = n->integer;
+	}
+	ASSERT_TRUE(server.kill());
+	ASSERT_TRUE(server.restart());
+	ASSERT_TRUE(c.reconnect());
+	auto after = c.command({"INCR", key("token")});
+	ASSERT_TRUE(after) << after.error();
+	EXPECT_EQ(after->integer, last + 1) << "the counter went back after a crash";
+}
+
+TEST(RedisSubscriber, wait_returns_the_published_message_and_times_out_cleanly)
+{
+	const std::string channel = key("wake");
+	auto sub = Subscriber::open(shared_server().endpoint(), quick, channel);
+	ASSERT_TRUE(sub) << sub.error();
+	auto pub = connect_or_fail(shared_server().endpoint());
+
+	auto t0 = Clock::now();
+	auto nothing = sub->wait(150ms);
+	auto waited = Clock::now() - t0;
+	ASSERT_TRUE(nothing) << "a timeout is not an error: " << nothing.error();
+	EXPECT_FALSE(nothing->has_value());
+	EXPECT_GE(waited, 150ms);
+	EXPECT_LT(waited, 1s);
+	EXPECT_TRUE(sub->usable()) << "the subscription must survive a timed-out wait";
+
+	auto receivers = pub.command({"PUBLISH", channel, std::string("released\0!", 10)});
+	ASSERT_TRUE(receivers) << receivers.error();
+	EXPECT_EQ(receivers->integer, 1);
+	auto message = sub->wait(2s);
+	ASSERT_TRUE(message) << message.error();
+	ASSERT_TRUE(message->has_value());
+	EXPECT_EQ((*message)->channel, channel);
+	EXPECT_EQ((*message)->payload, std::string("released\0!", 10));
+
+	// two messages in one read: the second is not lost in the reader's buffer
+	ASSERT_TRUE(pub.command({"PUBLISH", channel, "one"}));
+	ASSERT_TRUE(pub.command({"PUBLISH", channel, "two"}));
+	auto one = sub->wait(2s);
+	auto two = sub->wait(2s);
+	ASSERT_TRUE(one && one->has_value());
+	ASSERT_TRUE(two && two->has_value());
+	EXPECT_EQ((*one)->payload, "one");
+	EXPECT_EQ((*two)->payload, "two");
+}
+
+TEST(RedisSubscriber, publish_wakes_a_waiter_before_its_timeout)
+{
+	const std::string channel = key("wake");
+	auto sub = Subscriber::open(shared_server().endpoint(), quick, channel);
+	ASSERT_TRUE(sub) << sub.error();
+	std::thread publisher([&] {
+		std::this_thread::sleep_for(100ms);
+		auto pub = Connection::open(shared_server().endpoint(), quick);
+		if (pub)
+			(void)pub->command({"PUBLISH", channel, "now"});
+	});
+	auto t0 = Clock::now();
+	auto message = sub->wait(5s);
+	auto waited = Clock::now() - t0;
+	publisher.join();
+	ASSERT_TRUE(message) << message.error();
+	ASSERT_TRUE(message->has_value());
+	EXPECT_LT(waited, 2s) << "woken by the publish, not by the 5 s timeout";
+}
+
+TEST(RedisSubscriber, stopped_server_ends_the_wait_as_unavailable)
+{
+	RedisServer server(56381, false);
+	ASSERT_TRUE(server.start());
+	auto sub = Subscriber::open(server.endpoint(), quick, key("wake"));
+	ASSERT_TRUE(sub) << sub.error();
+	ASSERT_TRUE(server.stop());
+	auto t0 = Clock::now();
+	auto message = sub->wait(5s);
+	ASSERT_FALSE(message);
+	EXPECT_EQ(message.error().code, Errc::unavailable) << message.error();
+	EXPECT_LT(Clock::now() - t0, 2s) << "EOF must end the wait, not its timeout";
+	EXPECT_FALSE(sub->usable());
+}
+
+TEST(RedisUrl, accepts_one_redis_node_and_three_or_more_redlock_nodes)
+{
+	auto one = parse_url("redis://127.0.0.1:56379");
+	ASSERT_TRUE(one) << one.error();
+	EXPECT_FALSE(one->redlock);
+	ASSERT_EQ(one->nodes.size(), 1u);
+	EXPECT_EQ(one->nodes[0].host, "127.0.0.1");
+	EXPECT_EQ(one->nodes[0].port, 56379);
+	EXPECT_EQ(one->db, 0);
+
+	auto with_db = parse_url("redis://cache.internal:6400/5");
+	ASSERT_TRUE(with_db) << with_db.error();
+	EXPECT_EQ(with_db->db, 5);
+	auto trailing_slash = parse_url("redis://h:1/");
+	ASSERT_TRUE(trailing_slash) << trailing_slash.error();
+	EXPECT_EQ(trailing_slash->db, 0);
+
+	auto v6 = parse_url("redis://[::1]:65535");
+	ASSERT_TRUE(v6) << v6.error();
+	EXPECT_EQ(v6->nodes[0].host, "::1");
+	EXPECT_EQ(to_string(v6->nodes[0]), "[::1]:65535");
+
+	auto three = parse_url("redlock://a:1,b:2,c:3");
+	ASSERT_TRUE(three) << three.error();
+	EXPECT_TRUE(three->redlock);
+	ASSERT_EQ(three->nodes.size(), 3u);
+	EXPECT_EQ(to_string(three->nodes[2]), "c:3");
+
+	auto four = parse_url("redlock://a:1,b:2,c:3,d:4/2");
+	ASSERT_TRUE(four) << "even node counts are allowed: " << four.error();
+	EXPECT_EQ(four->nodes.size(), 4u);
+	EXPECT_EQ(four->db, 2);
+}
+
+TEST(RedisUrl, rejects_malformed_urls_with_what_is_wrong)
+{
+	struct Case {
+		const char *url;
+		const char *says;
+	};
+	const Case cases[] = {
+	    {"redis://127.0.0.1", "missing port"},
+	    {"redis://127.0.0.1:", "missing port"},
+	    {"redis://:6379", "empty host"},
+	    {"redis://h:0", "1 to 65535"},
+	    {"redis://h:65536", "1 to 65535"},
+	    {"redis://h:12ab", "1 to 65535"},
+	    {"redis://h:-1", "1 to 65535"},
+	    {"redis://", "no host:port"},
+	    {"redis://h:1/x", "database"},
+	    {"redis://h:1,g:2", "use redlock://"},
+	    {"redis://user:pw@h:1", "credentials"},
+	    {"redis://h:1?timeout=3", "query"},
+	    {"redis://::1:6379", "brackets"},
+	    {"redis://[::1:6379", "unterminated"},
+	    {"rediss://h:1", "scheme"},
+	    {"postgresql://h:1", "scheme"},
+	    {"redlock://a:1,b:2", "at least 3"},
+	    {"redlock://a:1", "at least 3"},
+	    {"redlock://a:1,b:2,,c:3", "empty node"},
+	    {"redlock://a:1,b:2,c:3,", "empty node"},
+	    {"redlock://a:1,b:2,a:1", "named twice"},
+	    {"redlock://a:1,b,c:3", "missing port"},
+	};
+	for (const Case &c : cases) {
+		auto target = parse_url(c.url);
+		if (target) {
+			ADD_FAILURE() << c.url << " was accepted";
+			continue;
+		}
+		EXPECT_EQ(target.error().code, Errc::invalid_argument) << c.url;
+		EXPECT_NE(target.error().message.find(c.says), std::string::npos)
+		    << c.url << ": message \"" << target.error().message << "\" should say \"" << c.says << "\"";
+	}
+}
