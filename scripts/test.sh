@@ -19,8 +19,11 @@ cd "$ROOT"
 WORK="$(mktemp -d /tmp/pg_lease_test.XXXXXX)"
 chmod 755 "$WORK"
 cleanup() {
+	for d in "$WORK"/redis-*/; do
+		[ -d "$d" ] && "$ROOT/scripts/redis.sh" kill "$d" >/dev/null 2>&1 || true
+	done
 	for d in "$WORK"/*/; do
-		[ -d "$d" ] && "$ROOT/scripts/cluster.sh" stop "$d" immediate || true
+		[ -d "$d/data" ] && "$ROOT/scripts/cluster.sh" stop "$d" immediate || true
 	done
 	rm -rf "$WORK"
 }
@@ -62,6 +65,30 @@ show_diffs() {
 	done
 }
 
+# conformance -- the provider conformance suite against PostgreSQL (this
+# mode's cluster), one Redis server and three independent ones for Redlock
+conformance() {
+	local redis="$ROOT/scripts/redis.sh" nodes="" stop3="" start3="" del3="" p
+	"$redis" start "$WORK/redis-single" 56400 >/dev/null
+	for p in 56401 56402 56403; do
+		"$redis" start "$WORK/redis-$p" "$p" >/dev/null
+		nodes="${nodes:+$nodes,}127.0.0.1:$p"
+		stop3="$stop3 $redis stop $WORK/redis-$p >/dev/null;"
+		start3="$start3 $redis start $WORK/redis-$p $p >/dev/null &&"
+		del3="$del3 redis-cli -p $p DEL 'pglease:lock:{resource}' >/dev/null;"
+	done
+	PGLEASE_CONFORMANCE="postgres|dbname=pglease_client|$ROOT/scripts/cluster.sh stop $cluster|$ROOT/scripts/cluster.sh start $cluster $mode|psql -X -q -d pglease_client -c \"SELECT lease.break('{resource}')\" >/dev/null"
+	PGLEASE_CONFORMANCE+=";redis|redis://127.0.0.1:56400|$redis stop $WORK/redis-single >/dev/null|$redis start $WORK/redis-single 56400 >/dev/null|redis-cli -p 56400 DEL 'pglease:lock:{resource}' >/dev/null"
+	PGLEASE_CONFORMANCE+=";redlock|redlock://$nodes|$stop3 true|$start3 true|$del3 true"
+	PGLEASE_CONFORMANCE="$PGLEASE_CONFORMANCE" "$ROOT/build/client/conformance_test"
+	"$redis" stop "$WORK/redis-single" >/dev/null
+	for p in 56401 56402 56403; do "$redis" stop "$WORK/redis-$p" >/dev/null; done
+}
+
+# The Redis component's own suites start their servers themselves
+run_suite "redis plumbing (real redis-server)" "$ROOT/build/client/redis_plumbing_test"
+run_suite "redis and redlock lockers (real redis-servers)" "$ROOT/build/client/redis_locker_test"
+
 for mode in preload nopreload; do
 	cluster="$WORK/$mode"
 	"$ROOT/scripts/cluster.sh" start "$cluster" "$mode"
@@ -82,8 +109,8 @@ for mode in preload nopreload; do
 		export PGDATABASE=pglease_client
 		run_suite "advise_test" "$ROOT/build/client/advise_test"
 		run_suite "consumer of the installed package" "$ROOT/scripts/build-consumer.sh"
-		# last: it restarts the cluster
 		run_suite "client_test" "$ROOT/build/client/client_test"
+		run_suite "conformance (every provider, real servers)" conformance
 	fi
 
 	"$ROOT/scripts/cluster.sh" stop "$cluster"

@@ -86,7 +86,7 @@ connect(std::string_view url, ClientOptions options) noexcept
 		if (url.empty() || keyvalue || url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
 			return std::unique_ptr<Locker>{std::make_unique<Client>(std::string{url}, options)};
 		if (url.rfind("memory:", 0) == 0)
-			return Error{Errc::invalid_argument, "", "TEMP"}; // detail::connect_memory(url.substr(7), options);
+			return detail::connect_memory(url.substr(7), options);
 		if (scheme_end == std::string_view::npos || colon != scheme_end || scheme_end == 0)
 			return Error{Errc::invalid_argument, "",
 			             "cannot tell the provider of \"" + std::string{url} +

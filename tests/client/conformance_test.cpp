@@ -206,10 +206,11 @@ TEST_P(Conformance, ContendedThenReleasedThenHigherToken)
 	ASSERT_TRUE(first->release());
 	auto second = in_other_thread([&] { return locker->try_acquire(r, opts(10s)); });
 	ASSERT_TRUE(second) << second.error();
-	if (tokens())
+	if (tokens()) {
 		EXPECT_GT(second->token(), first_token);
-	else
+	} else {
 		EXPECT_EQ(second->token(), 0) << "a provider without fencing tokens hands out token 0";
+	}
 }
 
 TEST_P(Conformance, ExpiredGrantIsTakenOverWhenNotRenewed)
@@ -223,8 +224,9 @@ TEST_P(Conformance, ExpiredGrantIsTakenOverWhenNotRenewed)
 	EXPECT_FALSE(first->valid());
 	auto second = in_other_thread([&] { return locker->try_acquire(r, opts(10s)); });
 	ASSERT_TRUE(second) << second.error();
-	if (tokens())
+	if (tokens()) {
 		EXPECT_GT(second->token(), first->token());
+	}
 }
 
 TEST_P(Conformance, AutoRenewKeepsTheLeasePastItsTtl)

@@ -1,0 +1,310 @@
+// memory/space.cpp -- LockSpace, the in-memory provider's lock table, and the
+// registry of named spaces (the recipe is in space.hpp).
+//
+// Locking notes: one mutex per space, mu_, guards the table; every member
+// takes it for its whole run and no other lock is held with it (the
+// registry's mutex is never held while a space's is).  A waiter sleeps on
+// its own condition variable with mu_ released.  Only the front waiter of a
+// queue may be granted, which makes waits first come first served: a
+// newcomer (a wait = 0 try too) is refused while anyone is queued.  The front
+// waiter sleeps until the earlier of its deadline and the current grant's
+// expiry, so an unreleased grant passes on at its expiry instant; a release,
+// and a change of front (the old front granted, timed out or gone), wake the
+// new front, and no one else.
+//
+// Tokens: one counter per space, not per resource.  It is monotonic per
+// resource (it is monotonic overall, like the extension's sequence), starts
+// at 1, never reuses a value, and lets an idle entry be dropped whole: a
+// per-resource counter would have to outlive its entry, and the table would
+// then grow with every resource name ever used.  The counter lives in memory
+// only: durable = false, survives_failover = false, not distributed.
+#include "memory/space.hpp"
+
+#include <algorithm>
+#include <new>
+#include <system_error>
+
+namespace pglease::detail::memory {
+
+using std::chrono::milliseconds;
+
+namespace {
+
+/// The longest single sleep: a longer wait sleeps again, so no clock
+/// conversion of the C++ library sees a far-future time.
+constexpr std::chrono::hours longest_sleep{24};
+
+/// An Error even when its message cannot be allocated (then it has none).
+Error
+make_error(Errc code, const char *message) noexcept
+{
+	Error error;
+	error.code = code;
+	try {
+		error.message = message;
+	} catch (...) {
+	}
+	return error;
+}
+
+/// t + d, saturated at the clock's end (d >= 0).
+std::chrono::steady_clock::time_point
+later(std::chrono::steady_clock::time_point t, milliseconds d) noexcept
+{
+	const auto room = std::chrono::steady_clock::time_point::max() - t;
+	if (d >= std::chrono::duration_cast<milliseconds>(room))
+		return std::chrono::steady_clock::time_point::max();
+	return t + d;
+}
+
+} // namespace
+
+/* QueueSlot -- a waiter's place in its resource's queue, left on every exit
+ * (grant, timeout, exception) with mu_ held.  The entry cannot be dropped
+ * while the slot is in its queue, so the iterator stays valid. */
+class LockSpace::QueueSlot {
+public:
+	QueueSlot(LockSpace &space, Entries::iterator it, Waiter &me) : space_(space), it_(it), me_(me)
+	{
+		it_->second.queue.push_back(&me_);
+	}
+	~QueueSlot()
+	{
+		auto &queue = it_->second.queue;
+		const bool was_front = queue.front() == &me_;
+		queue.erase(std::find(queue.begin(), queue.end(), &me_));
+		// a new front must recompute its sleep: the resource may be free now,
+		// or held by a grant with a new expiry
+		if (was_front && !queue.empty())
+			queue.front()->wake.notify_one();
+		space_.drop_if_idle(it_, Clock::now());
+	}
+	QueueSlot(const QueueSlot &) = delete;
+	QueueSlot &operator=(const QueueSlot &) = delete;
+
+	[[nodiscard]] bool at_front() const noexcept { return it_->second.queue.front() == &me_; }
+
+private:
+	LockSpace &space_;
+	Entries::iterator it_;
+	Waiter &me_;
+};
+
+/* current -- is the entry's grant still in force at now? */
+bool
+LockSpace::current(const Entry &entry, Clock::time_point now) noexcept
+{
+	return entry.grant && now < entry.grant->expiry;
+}
+
+/* grant -- a new grant with the next token of the space */
+std::int64_t
+LockSpace::grant(Entry &entry, std::string_view holder, Clock::time_point now, milliseconds ttl)
+{
+	entry.grant = Grant{std::string{holder}, last_token_ + 1, later(now, ttl)};
+	// counted only once the grant exists, so a failed allocation skips no token
+	return ++last_token_;
+}
+
+/* drop_if_idle -- forget an entry with no current grant and no waiter */
+void
+LockSpace::drop_if_idle(Entries::iterator it, Clock::time_point now) noexcept
+{
+	if (it->second.queue.empty() && !current(it->second, now))
+		entries_.erase(it);
+}
+
+/* sweep -- drop every idle entry (grants that expired unreleased) */
+void
+LockSpace::sweep(Clock::time_point now) noexcept
+{
+	for (auto it = entries_.begin(); it != entries_.end();) {
+		auto next = std::next(it);
+		drop_if_idle(it, now);
+		it = next;
+	}
+	sweep_at_ = std::max(sweep_min, 2 * entries_.size());
+}
+
+Result<std::int64_t>
+LockSpace::acquire(std::string_view resource, std::string_view holder, milliseconds ttl,
+                   milliseconds wait) noexcept
+{
+	if (resource.empty())
+		return make_error(Errc::invalid_argument, "resource must not be empty");
+	if (holder.empty())
+		return make_error(Errc::invalid_argument, "holder must not be empty");
+	if (ttl <= milliseconds::zero())
+		return make_error(Errc::invalid_argument, "ttl must be positive");
+	if (wait < milliseconds::zero())
+		return make_error(Errc::invalid_argument, "wait must not be negative");
+
+	try {
+		auto now = Clock::now();
+		const auto deadline = later(now, wait);
+		std::unique_lock<std::mutex> lock(mu_);
+
+		auto it = entries_.find(resource);
+		if (it == entries_.end()) {
+			if (entries_.size() >= sweep_at_)
+				sweep(now);
+			it = entries_.try_emplace(std::string{resource}).first;
+		}
+		Entry &entry = it->second;
+
+		if (current(entry, now)) {
+			// the holder's own grant again: same token, new expiry, never a wait
+			if (entry.grant->holder == holder) {
+				entry.grant->expiry = later(now, ttl);
+				return entry.grant->token;
+			}
+		} else if (entry.queue.empty()) {
+			return grant(entry, holder, now, ttl);
+		}
+		if (wait == milliseconds::zero())
+			return make_error(Errc::timeout, "resource is held or has waiters");
+
+		Waiter me;
+		QueueSlot slot(*this, it, me);
+		for (;;) {
+			if (slot.at_front() && !current(entry, now))
+				return grant(entry, holder, now, ttl);
+			if (now >= deadline)
+				return make_error(Errc::timeout, "not granted within wait");
+			auto until = deadline;
+			if (slot.at_front())
+				until = std::min(until, entry.grant->expiry);
+			me.wake.wait_until(lock, std::min(until, now + longest_sleep));
+			now = Clock::now();
+		}
+	} catch (const std::bad_alloc &) {
+		return make_error(Errc::internal, "out of memory");
+	} catch (const std::exception &e) {
+		return make_error(Errc::internal, e.what());
+	} catch (...) {
+		return make_error(Errc::internal, "unknown exception");
+	}
+}
+
+Result<bool>
+LockSpace::renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept
+{
+	if (resource.empty())
+		return make_error(Errc::invalid_argument, "resource must not be empty");
+	if (ttl <= milliseconds::zero())
+		return make_error(Errc::invalid_argument, "ttl must be positive");
+
+	try {
+		const auto now = Clock::now();
+		std::lock_guard<std::mutex> lock(mu_);
+		auto it = entries_.find(resource);
+		if (it == entries_.end())
+			return false;
+		if (!current(it->second, now) || it->second.grant->token != token) {
+			drop_if_idle(it, now);
+			return false;
+		}
+		it->second.grant->expiry = later(now, ttl);
+		return true;
+	} catch (const std::exception &e) {
+		return make_error(Errc::internal, e.what());
+	} catch (...) {
+		return make_error(Errc::internal, "unknown exception");
+	}
+}
+
+Result<bool>
+LockSpace::release(std::string_view resource, std::int64_t token) noexcept
+{
+	if (resource.empty())
+		return make_error(Errc::invalid_argument, "resource must not be empty");
+
+	try {
+		const auto now = Clock::now();
+		std::lock_guard<std::mutex> lock(mu_);
+		auto it = entries_.find(resource);
+		if (it == entries_.end())
+			return false;
+		Entry &entry = it->second;
+		const bool ended = current(entry, now) && entry.grant->token == token;
+		if (ended) {
+			entry.grant.reset();
+			if (!entry.queue.empty())
+				entry.queue.front()->wake.notify_one();
+		}
+		drop_if_idle(it, now);
+		return ended;
+	} catch (const std::exception &e) {
+		return make_error(Errc::internal, e.what());
+	} catch (...) {
+		return make_error(Errc::internal, "unknown exception");
+	}
+}
+
+bool
+LockSpace::break_grant(std::string_view resource) noexcept
+{
+	try {
+		const auto now = Clock::now();
+		std::lock_guard<std::mutex> lock(mu_);
+		auto it = entries_.find(resource);
+		if (it == entries_.end() || !current(it->second, now))
+			return false;
+		Entry &entry = it->second;
+		entry.grant.reset();
+		if (!entry.queue.empty())
+			entry.queue.front()->wake.notify_one();
+		drop_if_idle(it, now);
+		return true;
+	} catch (...) {
+		return false;
+	}
+}
+
+bool
+LockSpace::held(std::string_view resource, std::int64_t token) const noexcept
+{
+	try {
+		const auto now = Clock::now();
+		std::lock_guard<std::mutex> lock(mu_);
+		auto it = entries_.find(resource);
+		return it != entries_.end() && current(it->second, now) && it->second.grant->token == token;
+	} catch (...) {
+		return false; // only a failed lock of mu_ lands here
+	}
+}
+
+std::size_t
+LockSpace::waiters(std::string_view resource) const noexcept
+{
+	try {
+		std::lock_guard<std::mutex> lock(mu_);
+		auto it = entries_.find(resource);
+		return it == entries_.end() ? 0 : it->second.queue.size();
+	} catch (...) {
+		return 0; // only a failed lock of mu_ lands here
+	}
+}
+
+/* lock_space -- the registry: spaces are kept for the life of the process.
+ * Were one dropped with its last user, the next Locker of that name would
+ * start its tokens at 1 again, below tokens a fenced store has already seen.
+ * An unused space costs its counter and the empty table. */
+std::shared_ptr<LockSpace>
+lock_space(std::string_view name) noexcept
+{
+	static std::mutex registry_mu;
+	static std::map<std::string, std::shared_ptr<LockSpace>, std::less<>> registry;
+
+	try {
+		std::lock_guard<std::mutex> lock(registry_mu);
+		auto it = registry.find(name);
+		if (it == registry.end())
+			it = registry.emplace(std::string{name}, std::make_shared<LockSpace>()).first;
+		return it->second;
+	} catch (...) {
+		return nullptr; // out of memory, or a failed lock of registry_mu
+	}
+}
+
+} // namespace pglease::detail::memory
