@@ -88,6 +88,7 @@ conformance() {
 # The Redis component's own suites start their servers themselves
 run_suite "redis plumbing (real redis-server)" "$ROOT/build/client/redis_plumbing_test"
 run_suite "redis and redlock lockers (real redis-servers)" "$ROOT/build/client/redis_locker_test"
+run_suite "CLI with redis:// and redlock:// (tests/providers/cli_redis.sh)" bash "$ROOT/tests/providers/cli_redis.sh"
 
 for mode in preload nopreload; do
 	cluster="$WORK/$mode"

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# cli_redis.sh -- `pglease run/acquire/renew/release --dsn redis://...` and
+# `--dsn redlock://...` behave like the PostgreSQL ones, against real
+# redis-servers (scripts/redis.sh, ports 56410-56413): the command runs with
+# PGLEASE_TOKEN, a held resource exits 75 after --wait, a lease lost because
+# the server stopped exits 76, renew/release by token work for Redis and are
+# refused for Redlock (no tokens).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$ROOT/tests/lib/checks.sh"
+PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
+REDIS="$ROOT/scripts/redis.sh"
+[ -x "$PGLEASE" ] || { echo "not ok - cli_redis: no $PGLEASE (make client)"; exit 1; }
+WORK="$(mktemp -d /tmp/pglease_cli_redis.XXXXXX)"
+trap 'for d in "$WORK"/r*; do "$REDIS" kill "$d" >/dev/null 2>&1 || true; done; rm -rf "$WORK"' EXIT
+
+"$REDIS" start "$WORK/r0" 56410 >/dev/null
+for p in 56411 56412 56413; do "$REDIS" start "$WORK/r$p" "$p" >/dev/null; done
+URL=redis://127.0.0.1:56410
+LOCK=redlock://127.0.0.1:56411,127.0.0.1:56412,127.0.0.1:56413
+
+# run: the command gets the token, and the lease is released after it
+out="$("$PGLEASE" run --dsn "$URL" --resource cli/a --ttl 5s -- sh -c 'echo "$PGLEASE_TOKEN $PGLEASE_RESOURCE"')"
+expect "redis_run_passes_token" "output '$out'" '[ "${out#* }" = cli/a ] && [ "${out%% *}" -gt 0 ]'
+again="$("$PGLEASE" run --dsn "$URL" --resource cli/a --ttl 5s -- sh -c 'echo "$PGLEASE_TOKEN"')"
+expect "redis_run_released_next_token_higher" "first ${out%% *}, then '$again'" '[ "$again" -gt "${out%% *}" ]'
+
+# a held resource: exit 75 after --wait
+"$PGLEASE" run --dsn "$URL" --resource cli/held --ttl 5s -- sleep 3 &
+holder=$!
+sleep 0.5
+rc=0
+start=$(date +%s%N)
+"$PGLEASE" run --dsn "$URL" --resource cli/held --ttl 5s --wait 300ms -- true 2>/dev/null || rc=$?
+took=$((($(date +%s%N) - start) / 1000000))
+expect "redis_run_held_exits_75_after_wait" "exit $rc after $took ms" '[ "$rc" -eq 75 ] && [ "$took" -lt 2000 ]'
+wait "$holder"
+
+# the server stops during the command: lost at the local deadline, exit 76
+rc=0
+( sleep 1; "$REDIS" stop "$WORK/r0" >/dev/null ) &
+start=$(date +%s%N)
+"$PGLEASE" run --dsn "$URL" --resource cli/lost --ttl 2s --grace 1s -- sleep 20 2>/dev/null || rc=$?
+took=$((($(date +%s%N) - start) / 1000000))
+expect "redis_run_lost_when_server_stops_exits_76" "exit $rc after $took ms" '[ "$rc" -eq 76 ] && [ "$took" -lt 6000 ]'
+wait
+"$REDIS" start "$WORK/r0" 56410 >/dev/null
+
+# acquire / renew / release by token
+token="$("$PGLEASE" acquire --dsn "$URL" --resource cli/tok --ttl 10s)"
+expect "redis_acquire_prints_token" "printed '$token'" '[ "$token" -gt 0 ]'
+rc=0; "$PGLEASE" renew --dsn "$URL" --resource cli/tok --token "$token" --ttl 10s || rc=$?
+expect "redis_renew_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
+rc=0; "$PGLEASE" release --dsn "$URL" --resource cli/tok --token "$token" || rc=$?
+expect "redis_release_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
+rc=0; "$PGLEASE" release --dsn "$URL" --resource cli/tok --token "$token" 2>/dev/null || rc=$?
+expect "redis_release_again_exits_76" "exit $rc" '[ "$rc" -eq 76 ]'
+
+# redlock: run works with token 0; acquire by token is refused (usage, 64)
+out="$("$PGLEASE" run --dsn "$LOCK" --resource cli/rl --ttl 5s -- sh -c 'echo "$PGLEASE_TOKEN"')"
+expect "redlock_run_token_is_0" "output '$out'" '[ "$out" = 0 ]'
+rc=0; "$PGLEASE" acquire --dsn "$LOCK" --resource cli/rl --ttl 5s >/dev/null 2>&1 || rc=$?
+expect "redlock_acquire_by_token_refused_64" "exit $rc" '[ "$rc" -eq 64 ]'
+
+# an unknown scheme is a usage error naming it
+rc=0; msg="$("$PGLEASE" run --dsn foo://x --resource cli/x --ttl 5s -- true 2>&1)" || rc=$?
+expect "unknown_scheme_exits_64" "exit $rc: $msg" '[ "$rc" -eq 64 ] && grep -q foo <<<"$msg"'
+finish
