@@ -36,6 +36,12 @@
 // with 22023), and renewal covers a longer section. Advisory has no minimum
 // and no renewal: the transaction bounds it, enforced with statement_timeout
 // and idle_in_transaction_session_timeout set to the TTL.
+//
+// Code (--emit, at most 20 lines): PostgreSQL as a psql script, or C++ with
+// pglease::Client (the PostgreSQL Locker, for fenced() and with_advisory());
+// Redis as C++ with pglease::connect("redis://...") or "redlock://..." and
+// the Locker/Lease API, on_lost stopping the work.  ZooKeeper and etcd are
+// not yet in pglease: one comment line instead.
 #include "advise.hpp"
 
 #include "duration.hpp"
@@ -79,7 +85,9 @@ constexpr std::string_view usage_text =
     "  --strong            strong consistency is required\n"
     "  --failover          a crashed holder must hand the lock over fast\n"
     "  --explain           add one \"# \" line per decision taken\n"
-    "  --emit sql|cpp      add an implementation with pg_lease (PostgreSQL only)\n"
+    "  --emit sql|cpp      add an implementation of at most 20 lines: SQL for\n"
+    "                      PostgreSQL, C++ for PostgreSQL and Redis (ZooKeeper and etcd:\n"
+    "                      not yet in pglease)\n"
     "  --help              print this text\n"
     "\n"
     "Exit status: 0 advice printed, 64 usage error, 65 no configuration fits.\n";
@@ -222,8 +230,9 @@ choose(const AdviseInput &input, const Infra &infra, std::vector<std::string> &w
 			              ": pass its fencing token with every write, the storage rejects older ones");
 			return Choice::consensus;
 		}
-		why.push_back("WARNING: Redis cannot fence: its lock value is random, not increasing, "
-		              "so a holder paused past its TTL can still write");
+		why.push_back("WARNING: Redis cannot fence: Redlock has no token, and no Redis lock is checked by "
+		              "the storage, so a holder paused past its TTL can still write; add postgres (Lease and "
+		              "lease.fence), zookeeper or etcd to --infra for fenced writes");
 		return Choice::redlock;
 	}
 
@@ -378,67 +387,120 @@ emit_sql(const Advice &advice, const AdviseInput &input)
 	return sql;
 }
 
+// lease_options_cpp -- the LeaseOptions of every emitted Lease: TTL, and a
+// wait of one TTL, which covers a holder that died without releasing.
 [[nodiscard]] std::string
-emit_cpp(const Advice &advice, const AdviseInput &input)
+lease_options_cpp(const Advice &advice)
 {
-	const std::string resource = cpp_literal(input.resource);
-	if (advice.strategy == "Advisory")
-		return "// advisory lock on " + resource +
-		       ": one transaction, released at commit or rollback\n"
-		       "pglease::Client client{\"dbname=app\"};\n"
-		       "// waits at most the TTL, " +
-		       format_duration(advice.ttl) +
-		       " (3 x the section)\n"
-		       "auto done = client.with_advisory(" +
-		       resource + ", " + chrono_expression(advice.ttl) +
-		       ", [&](pqxx::work& tx) {\n"
-		       "    tx.exec(\"...\");  // the critical section, in this transaction\n"
-		       "});\n"
-		       "if (!done) {\n"
-		       "    // done.error().code: timeout = the lock stayed busy\n"
-		       "}\n";
-
-	const bool ephemeral = advice.strategy == "Ephemeral";
-	return "// pg_lease " + advice.strategy + " on " + resource + ": TTL " + format_duration(advice.ttl) +
-	       ", renewed every " + format_duration(advice.ttl / renewals_per_ttl) +
-	       " by the client\n"
-	       "pglease::Client client{\"dbname=app\"};\n"
-	       "pglease::LeaseOptions opts;\n"
+	return "pglease::LeaseOptions opts;\n"
 	       "opts.ttl = " +
 	       chrono_expression(advice.ttl) +
 	       ";\n"
 	       "opts.wait = " +
-	       chrono_expression(advice.ttl) +
-	       ";  // covers a holder that died without releasing\n"
-	       "opts.strategy = pglease::Strategy::" +
-	       (ephemeral ? "ephemeral" : "lease") +
-	       ";\n"
-	       "auto lease = client.acquire(" +
-	       resource +
+	       chrono_expression(advice.ttl) + ";  // covers a holder that died without releasing\n";
+}
+
+// acquire_cpp -- take the lease, or return 1 (the function's "not taken").
+[[nodiscard]] std::string
+acquire_cpp(const std::string &locker, const std::string &resource)
+{
+	return "auto lease = " + locker + "acquire(" + resource +
 	       ", opts);\n"
 	       "if (!lease) {\n"
-	       "    return;  // lease.error().code: timeout = held elsewhere, unavailable = retry later\n"
-	       "}\n"
+	       "    return 1;  // lease.error().code: timeout = held elsewhere, unavailable = retry later\n"
+	       "}\n";
+}
+
+[[nodiscard]] std::string
+emit_postgres_cpp(const Advice &advice, const AdviseInput &input)
+{
+	const std::string resource = cpp_literal(input.resource);
+	const std::string client = "pglease::Client client{" + cpp_literal(std::string{emit_postgres_url}) +
+	                           "};  // your database (URL or key=value)\n";
+	if (advice.strategy == "Advisory")
+		return "// advisory lock on " + resource + ": one transaction, released at commit or rollback\n" +
+		       client + "// waits at most the TTL, " + format_duration(advice.ttl) +
+		       " (3 x the section)\n"
+		       "auto done = client.with_advisory(" +
+		       resource + ", " + chrono_expression(advice.ttl) +
+		       ", [&](pqxx::work& tx) {\n"
+		       "    // the section, in this transaction: tx.exec(...)\n"
+		       "});\n"
+		       "if (!done) {\n"
+		       "    return 1;  // done.error().code: timeout = the lock stayed busy\n"
+		       "}\n";
+
+	const bool ephemeral = advice.strategy == "Ephemeral";
+	return "// pg_lease " + advice.strategy + " on " + resource + ": TTL " + format_duration(advice.ttl) +
+	       ", renewed every " + format_duration(advice.ttl / renewals_per_ttl) + " by the client\n" + client +
+	       lease_options_cpp(advice) +
+	       "opts.strategy = pglease::Strategy::" + (ephemeral ? "ephemeral" : "lease") + ";\n" +
+	       acquire_cpp("client.", resource) +
 	       "auto written = client.fenced(*lease, [&](pqxx::work& tx) {\n"
-	       "    tx.exec(\"...\");  // the section's writes, committed only if the lease is still held\n"
+	       "    // the section's writes: tx.exec(...), committed only if the lease is still held\n"
 	       "});\n"
 	       "if (!written) {\n"
-	       "    // written.error(): the lease was lost (LS001), another holder has it; stop\n"
+	       "    return 1;  // written.error(): lost (LS001), another holder has the lease; stop\n"
 	       "}\n"
 	       "// the lease is released when `lease` goes out of scope\n";
 }
 
+// emit_redis_cpp -- the same Locker API over redis:// (one node, a token from
+// INCR) or redlock:// (3+ nodes, no token); on_lost is what stops the work,
+// since nothing in Redis can reject a late holder's write.
 [[nodiscard]] std::string
-not_implemented_line(const Advice &advice)
+emit_redis_cpp(const Advice &advice, const AdviseInput &input)
 {
-	std::string see;
-	if (advice.provider == "Redis")
-		see = "the Redis documentation for SET NX PX / Redlock";
-	else if (advice.provider == "ZooKeeper")
-		see = "the ZooKeeper documentation for its lock recipe (ephemeral sequential znodes)";
+	const std::string resource = cpp_literal(input.resource);
+	const bool redlock = advice.strategy == "Redlock";
+	const std::string renewal = ": TTL " + format_duration(advice.ttl) + ", renewed every " +
+	                            format_duration(advice.ttl / renewals_per_ttl) + " by the client\n";
+	std::string cpp;
+	if (redlock)
+		cpp = "// Redlock on " + resource + " over 3+ independent Redis nodes" + renewal +
+		      "// no token (lease->token() is 0): writes cannot be fenced; where they must be,\n"
+		      "// use PostgreSQL (a Lease and lease.fence) or ZooKeeper/etcd instead\n"
+		      "auto locker = pglease::connect(" +
+		      cpp_literal(std::string{emit_redlock_url}) + ");  // your 3+ nodes\n";
 	else
-		see = "the etcd documentation for leases and its lock API";
-	return "# pg_lease does not implement " + advice.provider + "; see " + see + "\n";
+		cpp = "// Redis lock on " + resource + renewal +
+		      "// the token is Redis's INCR counter: only as durable as Redis's AOF (appendfsync always)\n"
+		      "auto locker = pglease::connect(" +
+		      cpp_literal(std::string{emit_redis_url}) + ");  // your Redis server\n";
+	return cpp +
+	       "if (!locker) {\n"
+	       "    return 1;  // locker.error(): a malformed URL, or pglease::redis not linked in\n"
+	       "}\n" +
+	       lease_options_cpp(advice) + acquire_cpp("(*locker)->", resource) +
+	       "std::atomic<bool> lost{false};\n"
+	       "lease->on_lost([&](const pglease::Error&) { lost = true; });\n" +
+	       (redlock ? "// the section: work in steps and stop as soon as `lost` is true\n"
+	                : "// the section: work in steps and stop as soon as `lost` is true;"
+	                  " send lease->token() with each write\n") +
+	       "// the lease is released when `lease` goes out of scope\n";
+}
+
+// not_in_pglease_line -- the one comment line for a provider pglease does not
+// implement yet, or SQL asked of one that is not PostgreSQL.
+[[nodiscard]] std::string
+not_in_pglease_line(const Advice &advice, std::string_view language)
+{
+	if (advice.provider == "Redis")
+		return "# Redis takes no SQL: --emit cpp prints the pglease code for it\n";
+	const std::string see = advice.provider == "ZooKeeper" ? "its lock recipe (ephemeral sequential znodes)"
+	                                                       : "its lease and lock API (concurrency)";
+	return std::string{language == "cpp" ? "// " : "# "} + advice.provider +
+	       " is not yet in pglease; until it is, follow " + see + "\n";
+}
+
+[[nodiscard]] std::string
+emit_cpp(const Advice &advice, const AdviseInput &input)
+{
+	if (advice.provider == "PostgreSQL")
+		return emit_postgres_cpp(advice, input);
+	if (advice.provider == "Redis")
+		return emit_redis_cpp(advice, input);
+	return not_in_pglease_line(advice, "cpp");
 }
 
 // Command-line parsing.
@@ -637,7 +699,8 @@ decide(const AdviseInput &input)
 		              ", bounded by the transaction: statement_timeout and "
 		              "idle_in_transaction_session_timeout set to it");
 		why.push_back("no renewal: the advisory lock ends at COMMIT or ROLLBACK");
-		why.push_back("safety none: no token; the lock protects writes in its own transaction only");
+		why.push_back("safety none: no token; the lock protects writes in its own transaction only "
+		              "(for writes elsewhere, a PostgreSQL Lease and its fencing token)");
 		break;
 	case Choice::pg_lease:
 	case Choice::pg_ephemeral:
@@ -660,7 +723,14 @@ decide(const AdviseInput &input)
 		advice.ttl = lease_ttl(input.section, false, why);
 		why.push_back("renew every " + format_duration(advice.ttl / renewals_per_ttl) +
 		              " (TTL/3), extending PX only while the value is still this holder's");
-		why.push_back("safety none: Redis gives no fencing token");
+		if (*choice == Choice::redlock)
+			why.push_back("safety none: Redlock has no fencing token (token() is 0), so writes cannot be "
+			              "fenced; where they must be, use PostgreSQL (Lease and lease.fence) or "
+			              "ZooKeeper/etcd instead");
+		else
+			why.push_back("safety none: the token is Redis's INCR counter, only as durable as Redis's AOF "
+			              "(appendfsync always), and Redis checks no write with it; for fenced writes use "
+			              "PostgreSQL (Lease and lease.fence) or ZooKeeper/etcd instead");
 		break;
 	case Choice::consensus:
 		advice.provider = consensus_name(infra);
@@ -694,10 +764,8 @@ render(const Advice &advice, const AdviseInput &input)
 			text += note + line + "\n";
 	if (input.emit.empty())
 		return text;
-	if (advice.provider != "PostgreSQL")
-		return text + not_implemented_line(advice);
 	if (input.emit == "sql")
-		return text + emit_sql(advice, input);
+		return text + (sql ? emit_sql(advice, input) : not_in_pglease_line(advice, "sql"));
 	if (input.emit == "cpp")
 		return text + emit_cpp(advice, input);
 	return text;

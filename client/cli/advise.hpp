@@ -13,6 +13,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pglease::cli {
@@ -21,6 +22,16 @@ namespace pglease::cli {
 inline constexpr int advise_exit_ok = 0;
 inline constexpr int advise_exit_usage = 64;   // EX_USAGE: bad or missing arguments
 inline constexpr int advise_exit_refused = 65; // EX_DATAERR: no configuration fits
+
+// The placeholder URLs in the code `--emit cpp` prints (each named there in a
+// comment, for the user to replace); the test that compiles and runs the
+// emitted code substitutes its own servers' URLs for them.
+inline constexpr std::string_view emit_postgres_url = "postgresql://localhost/app";
+inline constexpr std::string_view emit_redis_url = "redis://127.0.0.1:6379";
+inline constexpr std::string_view emit_redlock_url = "redlock://redis-a:6379,redis-b:6379,redis-c:6379";
+// Every program `--emit cpp` prints has exactly one line, starting with this
+// after its indentation, where the critical section goes.
+inline constexpr std::string_view emit_section_marker = "// the section";
 
 struct AdviseInput {
 	std::string resource;
@@ -55,7 +66,12 @@ struct AdviseResult {
 // render -- the four lines, then the explanation when input.explain, then the
 // code for input.emit ("sql" or "cpp"); every line ends with '\n'.  With
 // emit "sql" (PostgreSQL) the four lines and the explanation are SQL comments
-// ("-- Provider: PostgreSQL"), so the output is a psql script as it is.
+// ("-- Provider: PostgreSQL"), so the output is a psql script as it is.  With
+// emit "cpp" (PostgreSQL and Redis) the code is at most 20 lines: the body of
+// a function returning int (1 when the lock is not taken), for a translation
+// unit that includes <pglease/pglease.hpp> and <atomic>.  A provider pglease
+// does not implement yet (ZooKeeper, etcd), or SQL for one that is not
+// PostgreSQL, is one comment line ("// " for cpp, "# " for sql).
 [[nodiscard]] std::string render(const Advice &advice, const AdviseInput &input);
 
 // advise_main -- parse argv (argv[0] is "advise"), print the advice on out and

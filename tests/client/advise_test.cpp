@@ -1,7 +1,8 @@
 // advise_test.cpp -- `pglease advise`: every branch of the decision tree, the
 // four-line format, the emitted code, the exit codes, and the durations the
 // CLI reads and prints. Pure logic, except that the emitted SQL is run in
-// psql against the test database (scripts/test.sh exports PGDATABASE).
+// psql against the test database (scripts/test.sh exports PGDATABASE); the
+// emitted C++ is compiled and run in advise_emit_test.cpp (same executable).
 #include "advise.hpp"
 #include "duration.hpp"
 
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -590,7 +592,7 @@ TEST(AdviseRender, sql_advisory_takes_a_transaction_lock_bounded_by_the_ttl)
 TEST(AdviseRender, cpp_lease_uses_the_client_api)
 {
 	const std::string cpp = joined(emitted_lines(emitting(job(2s, {"postgres"}), "cpp")));
-	EXPECT_TRUE(Contains(cpp, "pglease::Client client{\"dbname=app\"};"));
+	EXPECT_TRUE(Contains(cpp, "pglease::Client client{\"postgresql://localhost/app\"};  // your database"));
 	EXPECT_TRUE(Contains(cpp, "opts.ttl = std::chrono::seconds{6};"));
 	EXPECT_TRUE(Contains(cpp, "opts.strategy = pglease::Strategy::lease;"));
 	EXPECT_TRUE(Contains(cpp, "auto lease = client.acquire(\"orders\", opts);"));
@@ -627,20 +629,90 @@ TEST(AdviseRender, an_emit_language_decide_would_refuse_adds_nothing)
 	EXPECT_EQ(lines_of(render(advice, input)).size(), 4u);
 }
 
-TEST(AdviseRender, emit_for_another_provider_is_one_line_saying_pg_lease_does_not_implement_it)
+TEST(AdviseRender, emit_for_zookeeper_and_etcd_is_one_comment_line_saying_it_is_not_yet_in_pglease)
 {
-	const std::vector<std::pair<AdviseInput, std::string>> cases{
-	    {job(200ms, {"redis"}),
-	     "# pg_lease does not implement Redis; see the Redis documentation for SET NX PX / Redlock"},
-	    {job(2s, {"zookeeper"}), "# pg_lease does not implement ZooKeeper; "},
-	    {job(2s, {"etcd"}), "# pg_lease does not implement etcd; "},
-	};
-	for (const auto &[input, expected] : cases)
-		for (const char *language : {"sql", "cpp"}) {
+	for (const AdviseInput &input : {job(2s, {"zookeeper"}), job(2s, {"etcd"})}) {
+		const std::string provider = decide(input).advice->provider;
+		for (const auto &[language, comment] : {std::pair{"cpp", "// "}, std::pair{"sql", "# "}}) {
 			const std::vector<std::string> lines = emitted_lines(emitting(input, language));
 			ASSERT_EQ(lines.size(), 1u) << joined(lines);
-			EXPECT_EQ(lines[0].rfind(expected, 0), 0u) << lines[0];
+			EXPECT_EQ(lines[0].rfind(comment + provider + " is not yet in pglease; ", 0), 0u)
+			    << language << ": " << lines[0];
 		}
+	}
+}
+
+TEST(AdviseRender, emit_sql_for_redis_is_one_comment_line_pointing_to_cpp)
+{
+	for (const AdviseInput &input :
+	     {job(200ms, {"redis"}), with_flags(job(2s, {"redis"}), false, false, true)}) {
+		const std::vector<std::string> lines = emitted_lines(emitting(input, "sql"));
+		ASSERT_EQ(lines.size(), 1u) << joined(lines);
+		EXPECT_EQ(lines[0], "# Redis takes no SQL: --emit cpp prints the pglease code for it");
+	}
+}
+
+TEST(AdviseRender, cpp_redis_lock_connects_by_url_and_uses_the_lease_api)
+{
+	const std::string cpp = joined(emitted_lines(emitting(job(2s, {"redis"}), "cpp")));
+	EXPECT_TRUE(
+	    Contains(cpp, "auto locker = pglease::connect(\"redis://127.0.0.1:6379\");  // your Redis server"));
+	EXPECT_TRUE(Contains(cpp, "if (!locker) {"));
+	EXPECT_TRUE(Contains(cpp, "opts.ttl = std::chrono::seconds{6};"));
+	EXPECT_TRUE(Contains(cpp, "opts.wait = std::chrono::seconds{6};"));
+	EXPECT_TRUE(Contains(cpp, "auto lease = (*locker)->acquire(\"orders\", opts);"));
+	EXPECT_TRUE(Contains(cpp, "if (!lease) {"));
+	EXPECT_TRUE(Contains(cpp, "lease->on_lost([&](const pglease::Error&) { lost = true; });"));
+	EXPECT_TRUE(Contains(cpp, "stop as soon as `lost` is true"));
+	EXPECT_TRUE(Contains(cpp, "the token is Redis's INCR counter: only as durable as Redis's AOF"));
+	EXPECT_FALSE(Contains(cpp, "does not implement"));
+}
+
+TEST(AdviseRender, cpp_redlock_connects_to_three_nodes_and_says_writes_cannot_be_fenced)
+{
+	const std::string cpp =
+	    joined(emitted_lines(emitting(with_flags(job(2s, {"redis"}), false, false, true), "cpp")));
+	EXPECT_TRUE(Contains(cpp, "pglease::connect(\"redlock://redis-a:6379,redis-b:6379,redis-c:6379\");"));
+	EXPECT_TRUE(Contains(cpp, "no token (lease->token() is 0): writes cannot be fenced"));
+	EXPECT_TRUE(Contains(cpp, "use PostgreSQL (a Lease and lease.fence) or ZooKeeper/etcd instead"));
+	EXPECT_TRUE(Contains(cpp, "lease->on_lost("));
+	EXPECT_FALSE(Contains(cpp, "token() with each write")) << "there is no token to send";
+}
+
+TEST(AdviseRender, explain_says_what_to_use_instead_where_redis_cannot_fence)
+{
+	for (const AdviseInput &input : {job(2s, {"redis"}), with_flags(job(2s, {"redis"}), false, false, true),
+	                                 with_flags(job(2s, {"redis"}), true, false, false)}) {
+		const AdviseResult result = decide(input);
+		ASSERT_EQ(result.advice->safety, "none") << summary(result);
+		EXPECT_TRUE(Contains(explanation(result), "PostgreSQL (Lease and lease.fence) or ZooKeeper/etcd"));
+	}
+	EXPECT_TRUE(Contains(explanation(decide(with_flags(job(2s, {"redis"}), false, false, true))),
+	                     "Redlock has no fencing token (token() is 0)"));
+	EXPECT_TRUE(Contains(explanation(decide(job(2s, {"redis"}))), "Redis's INCR counter"));
+}
+
+// Every branch of the tree that leads to code: at most 20 lines, one line
+// where the section goes, and the emitted C++ is compiled and run for each
+// provider in advise_emit_test.cpp.
+TEST(AdviseRender, every_cpp_emission_has_at_most_20_lines_and_one_section_line)
+{
+	const std::vector<AdviseInput> inputs{job(200ms, {"postgres"}),
+	                                      job(2s, {"postgres"}),
+	                                      with_flags(job(2s, {"postgres"}), false, false, true),
+	                                      job(200ms, {"redis"}),
+	                                      job(2s, {"redis"}),
+	                                      with_flags(job(2s, {"redis"}), true, false, false),
+	                                      with_flags(job(2s, {"redis"}), false, false, true)};
+	for (AdviseInput input : inputs) {
+		input.explain = true;
+		const std::vector<std::string> lines = emitted_lines(emitting(input, "cpp"));
+		EXPECT_LE(lines.size(), max_emitted_lines) << joined(lines);
+		const auto sections = std::count_if(lines.begin(), lines.end(), [](const std::string &line) {
+			return line.find(pglease::cli::emit_section_marker) == line.find_first_not_of(' ');
+		});
+		EXPECT_EQ(sections, 1) << joined(lines);
+	}
 }
 
 TEST(AdviseRender, emitted_code_quotes_the_resource_name)
