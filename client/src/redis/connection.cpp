@@ -185,6 +185,22 @@ Connection::reconnect() noexcept
 	return connect();
 }
 
+Result<void>
+Connection::set_command_timeout(milliseconds timeout) noexcept
+{
+	if (timeout == timeouts_.command)
+		return {};
+	timeouts_.command = timeout;
+	if (!usable())
+		return io_error("connection unusable (reconnect first)");
+	if (redisSetTimeout(context_.get(), to_timeval(timeout)) != REDIS_OK) {
+		Error error = io_error("cannot set the command timeout");
+		context_.reset();
+		return error;
+	}
+	return {};
+}
+
 // connect -- a new context in place of the old one (which is freed either way)
 Result<void>
 Connection::connect() noexcept

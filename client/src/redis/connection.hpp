@@ -89,6 +89,10 @@ public:
 	/// A fresh connection to the same node, same timeouts and db.
 	[[nodiscard]] Result<void> reconnect() noexcept;
 
+	/// Bound each later command by timeout instead (Redlock's per-node
+	/// timeout depends on the TTL asked for); kept across reconnect().
+	[[nodiscard]] Result<void> set_command_timeout(std::chrono::milliseconds timeout) noexcept;
+
 	/// Run one command; every argument is binary-safe.
 	[[nodiscard]] Result<Reply> command(std::initializer_list<std::string_view> argv) noexcept;
 	[[nodiscard]] Result<Reply> command(const std::vector<std::string_view> &argv) noexcept;

@@ -1,0 +1,84 @@
+// redis/node.hpp -- one Redis node as the Redis and Redlock providers use it:
+// a small pool of Connections, reconnect backoff while the node is
+// unreachable, and the jittered delays of a waiting acquire.
+//
+// No recipe lives here (see redis/locker.cpp and redlock/locker.cpp).
+//
+// Locking: Node::mu_ guards the idle connections, the backoff state and the
+// random generator; a borrowed Connection belongs to one caller until it is
+// given back, so no lock is held across a command.
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pglease/options.hpp"
+#include "redis/connection.hpp"
+
+namespace pglease::detail::redis {
+
+class Node {
+public:
+	/// command_timeout bounds each command unless a call names its own.
+	Node(Endpoint endpoint, int db, const ClientOptions &options, std::chrono::milliseconds command_timeout);
+	Node(const Node &) = delete;
+	Node &operator=(const Node &) = delete;
+
+	[[nodiscard]] const Endpoint &endpoint() const noexcept { return endpoint_; }
+
+	/// Run a script on a pooled connection.  Errc::unavailable when the node
+	/// cannot be reached (at once while in reconnect backoff); an error reply
+	/// comes back as a Reply for the caller to judge.  timeout (when not 0)
+	/// bounds the connect and the command of this call.
+	[[nodiscard]] Result<Reply> eval(const Script &script, const std::vector<std::string_view> &keys,
+	                                 const std::vector<std::string_view> &args,
+	                                 std::chrono::milliseconds timeout = {}) noexcept;
+
+	/// A Subscriber on channel (its own connection), unless in backoff.
+	[[nodiscard]] Result<Subscriber> subscribe(std::string_view channel) noexcept;
+
+	/// A uniformly random duration in [low, high] (jitter of the callers' retries).
+	[[nodiscard]] std::chrono::milliseconds jitter(std::chrono::milliseconds low,
+	                                               std::chrono::milliseconds high) noexcept;
+
+private:
+	Result<Connection> borrow(std::chrono::milliseconds timeout, bool &reused) noexcept;
+	void give_back(Connection connection) noexcept;
+	void connected() noexcept;
+	void unreachable(const Error &error) noexcept;
+	Result<void> in_backoff() noexcept;
+
+	Endpoint endpoint_;
+	int db_;
+	ClientOptions options_;
+	Timeouts timeouts_;
+
+	std::mutex mu_;
+	std::vector<Connection> idle_;
+	std::chrono::steady_clock::time_point next_connect_{};
+	std::chrono::milliseconds backoff_;
+	std::string last_error_;
+	std::mt19937_64 rng_;
+};
+
+/// The delays of a waiting acquire: jittered, doubling from first to max,
+/// never past the caller's deadline.
+class RetryDelay {
+public:
+	RetryDelay(std::chrono::milliseconds first, std::chrono::milliseconds max) noexcept
+	    : next_(first), max_(max)
+	{
+	}
+	/// The next delay: random in [d/2, d], d doubling up to max.
+	[[nodiscard]] std::chrono::milliseconds next(Node &jitter_source) noexcept;
+
+private:
+	std::chrono::milliseconds next_;
+	std::chrono::milliseconds max_;
+};
+
+} // namespace pglease::detail::redis

@@ -1,0 +1,281 @@
+// redlock/locker.cpp -- the redlock:// provider: leases on a majority of N
+// (three or more) independent Redis nodes.
+//
+// Recipe: Redlock as the Redis distlock page publishes it
+// (https://redis.io/docs/latest/develop/clients/patterns/distributed-locks/):
+//  1. note the start time, before the first node is asked;
+//  2. SET key value NX PX ttl on every node in turn, each bounded by a
+//     per-node timeout well under the TTL: min(50 ms, ttl/10);
+//  3. granted only when a majority (N/2+1) said yes and the validity
+//     ttl - elapsed - drift is still positive, drift = ttl/100 + 2 ms (the
+//     clock-drift allowance); the lease's local deadline is then
+//     start + ttl - drift;
+//  4. otherwise undo on every node (a node whose answer was lost may have
+//     set the key) and retry after a random delay while `wait` allows;
+//  5. extend = compare-and-PEXPIRE on every node, valid only on a majority
+//     and only while the grant is still valid: an expired grant is never
+//     silently re-acquired; release = compare-and-DEL on every node.
+//
+// Token: none.  Redlock's own spec gives no monotonic counter (a majority of
+// INCRs is not one), so token() is 0 and Capabilities::fencing_token false;
+// the token-level renew/release of Locker are refused.  The value is a
+// random 128-bit hex string per grant plus the holder, "<hex>:<holder>";
+// no re-acquire by holder (each grant's value is new), a holder asking again
+// waits like anyone else.
+//
+// Key: pglease:lock:<resource> on every node (the Redis provider's name).
+// Waiting: random, growing delays, not woken by releases, not FIFO.  A
+// majority of nodes unreachable is Errc::unavailable at once, even with a
+// wait: retrying cannot help before they come back.
+#include <random>
+#include <thread>
+
+#include "detail/provider.hpp"
+#include "redis/component.hpp"
+#include "redis/node.hpp"
+
+namespace pglease::detail {
+
+namespace {
+
+using redis::Node;
+using redis::Script;
+using Nodes = std::vector<std::shared_ptr<Node>>;
+
+// KEYS: lock.  ARGV: value, ttl (ms).  1: set; 0: held.
+const Script acquire_script{R"lua(
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+)lua"};
+
+// KEYS: lock.  ARGV: value, ttl (ms).  1: extended; 0: not this grant.
+const Script extend_script{R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+)lua"};
+
+// KEYS: lock.  ARGV: value.  1: deleted; 0: not this grant.
+const Script release_script{R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('DEL', KEYS[1])
+)lua"};
+
+milliseconds
+per_node_timeout(milliseconds ttl) noexcept
+{
+	return std::max(std::min(milliseconds{50}, ttl / 10), milliseconds{1});
+}
+
+milliseconds
+drift_of(milliseconds ttl) noexcept
+{
+	return ttl / 100 + milliseconds{2};
+}
+
+// Votes -- what the nodes answered to one round of a script
+struct Votes {
+	std::size_t yes = 0;
+	std::size_t no = 0;
+	std::string errors; // the unreachable or failing nodes, for the message
+};
+
+Votes
+ask_every_node(const Nodes &nodes, const Script &script, std::string_view key,
+               const std::vector<std::string_view> &args, milliseconds timeout)
+{
+	Votes v;
+	for (const auto &node : nodes) {
+		auto reply = node->eval(script, {key}, args, timeout);
+		Error error;
+		if (reply && reply->is_integer()) {
+			(reply->integer == 1 ? v.yes : v.no)++;
+			continue;
+		}
+		if (!reply)
+			error = reply.error();
+		else if (reply->is_error())
+			error = redis::error_from_reply(*reply, node->endpoint());
+		else
+			error = Error{Errc::internal, "", "redis " + to_string(node->endpoint()) + ": no integer"};
+		v.errors += (v.errors.empty() ? "" : "; ") + error.message;
+	}
+	return v;
+}
+
+// RedlockGrant -- one grant on a majority: its value names it on every node
+class RedlockGrant final : public Grant {
+public:
+	RedlockGrant(std::shared_ptr<const Nodes> nodes, std::string key, std::string value, milliseconds ttl,
+	             Clock::time_point valid_until)
+	    : nodes_(std::move(nodes)), key_(std::move(key)), value_(std::move(value)), ttl_(ttl),
+	      valid_until_(valid_until)
+	{
+	}
+
+	Result<bool> renew(milliseconds ttl) noexcept override
+	{
+		try {
+			auto start = Clock::now();
+			if (start >= valid_until_)
+				return false; // expired: a majority may belong to someone else by now
+			std::size_t n = nodes_->size(), quorum = n / 2 + 1;
+			Votes v = ask_every_node(*nodes_, extend_script, key_, {value_, std::to_string(ttl.count())},
+			                         per_node_timeout(ttl));
+			auto valid_until = start + ttl - drift_of(ttl);
+			if (v.yes >= quorum && Clock::now() < valid_until) {
+				valid_until_ = valid_until;
+				ttl_ = ttl;
+				return true;
+			}
+			if (v.no > n - quorum)
+				return false; // a majority no longer has this grant
+			return Error{Errc::unavailable, "",
+			             "extended on " + std::to_string(v.yes) + " of " + std::to_string(n) +
+			                 " nodes (a majority is " + std::to_string(quorum) + "): " + v.errors};
+		} catch (...) {
+			return Error{Errc::internal, "", "out of memory"};
+		}
+	}
+
+	Result<bool> release() noexcept override
+	{
+		try {
+			Votes v = ask_every_node(*nodes_, release_script, key_, {value_}, per_node_timeout(ttl_));
+			if (v.yes > 0)
+				return true;
+			if (v.no == nodes_->size())
+				return false;
+			return Error{Errc::unavailable, "", "released on no node: " + v.errors};
+		} catch (...) {
+			return Error{Errc::internal, "", "out of memory"};
+		}
+	}
+
+private:
+	std::shared_ptr<const Nodes> nodes_;
+	std::string key_;
+	std::string value_;
+	milliseconds ttl_;
+	Clock::time_point valid_until_;
+};
+
+// RedlockLocker -- the acquire rounds of the recipe
+class RedlockLocker final : public LockerBase {
+public:
+	explicit RedlockLocker(std::shared_ptr<const Nodes> nodes) : nodes_(std::move(nodes)) {}
+
+	Capabilities capabilities() const noexcept override
+	{
+		Capabilities c;
+		c.distributed = true;
+		c.survives_failover = true; // the loss of a minority of nodes
+		return c;
+	}
+	std::string_view provider() const noexcept override { return "Redlock"; }
+
+	using LockerBase::constructed;
+
+protected:
+	milliseconds drift(milliseconds ttl) const noexcept override { return drift_of(ttl); }
+
+	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
+	                      const std::string &holder) noexcept override
+	{
+		if (options.strategy != Strategy::lease || options.session_bound)
+			return Error{Errc::invalid_argument, "",
+			             "the Redlock provider offers Strategy::lease only (no sessions, no advisory locks)"};
+		try {
+			return take(resource, options, holder);
+		} catch (const std::exception &e) {
+			return Error{Errc::internal, "", e.what()};
+		} catch (...) {
+			return Error{Errc::internal, "", "unknown exception"};
+		}
+	}
+
+private:
+	// take -- acquire rounds until granted or options.wait is over
+	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
+	{
+		const std::string key = "pglease:lock:" + std::string{resource};
+		const std::string ttl = std::to_string(options.ttl.count());
+		const std::size_t n = nodes_->size(), quorum = n / 2 + 1;
+		const auto give_up = Clock::now() + options.wait;
+		redis::RetryDelay delay{milliseconds{25}, milliseconds{500}};
+		for (;;) {
+			const std::string value = random_hex128() + ":" + holder;
+			auto start = Clock::now();
+			Votes v =
+			    ask_every_node(*nodes_, acquire_script, key, {value, ttl}, per_node_timeout(options.ttl));
+			auto elapsed = Clock::now() - start;
+			if (v.yes >= quorum && options.ttl - elapsed - drift_of(options.ttl) > milliseconds{0}) {
+				Granted g;
+				g.deadline = start + options.ttl - drift_of(options.ttl);
+				g.grant = std::make_unique<RedlockGrant>(nodes_, key, value, options.ttl, g.deadline);
+				return g;
+			}
+			if (v.yes > 0 || v.yes + v.no < n)
+				(void)ask_every_node(*nodes_, release_script, key, {value}, per_node_timeout(options.ttl));
+			if (v.yes + v.no < quorum)
+				return Error{Errc::unavailable, "",
+				             "lease \"" + std::string{resource} + "\": only " + std::to_string(v.yes + v.no) +
+				                 " of " + std::to_string(n) + " Redlock nodes answered (a majority is " +
+				                 std::to_string(quorum) + "): " + v.errors};
+			auto now = Clock::now();
+			if (now >= give_up)
+				return Error{Errc::timeout, "",
+				             "lease \"" + std::string{resource} + "\" not granted within " +
+				                 format_duration(options.wait) + " (granted by " + std::to_string(v.yes) +
+				                 " of " + std::to_string(n) + " nodes)"};
+			auto pause =
+			    std::min(delay.next(*nodes_->front()), std::chrono::ceil<milliseconds>(give_up - now));
+			std::this_thread::sleep_for(pause);
+		}
+	}
+
+	// random_hex128 -- 128 random bits in hex, this grant's name on every node
+	std::string random_hex128()
+	{
+		std::lock_guard<std::mutex> lk(random_mu_);
+		std::string hex;
+		static const char digits[] = "0123456789abcdef";
+		for (int word = 0; word < 4; word++) {
+			std::uint32_t bits = random_();
+			for (int i = 0; i < 8; i++, bits >>= 4)
+				hex.push_back(digits[bits & 0xf]);
+		}
+		return hex;
+	}
+
+	std::shared_ptr<const Nodes> nodes_;
+	std::mutex random_mu_;
+	std::random_device random_;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Locker>>
+connect_redlock(std::string_view url, const ClientOptions &options) noexcept
+{
+	try {
+		auto target = redis::parse_url(url);
+		if (!target)
+			return target.error();
+		if (!target->redlock || target->nodes.size() < 3)
+			return Error{Errc::invalid_argument, "",
+			             "redlock:// names three or more independent nodes: redlock://h1:p1,h2:p2,h3:p3"};
+		auto nodes = std::make_shared<Nodes>();
+		for (const auto &endpoint : target->nodes)
+			nodes->push_back(std::make_shared<Node>(endpoint, target->db, options, milliseconds{50}));
+		auto locker = std::make_unique<RedlockLocker>(std::move(nodes));
+		if (auto ok = locker->constructed(); !ok)
+			return ok.error();
+		return std::unique_ptr<Locker>{std::move(locker)};
+	} catch (const std::exception &e) {
+		return Error{Errc::internal, "", e.what()};
+	} catch (...) {
+		return Error{Errc::internal, "", "unknown exception"};
+	}
+}
+
+} // namespace pglease::detail

@@ -1,0 +1,515 @@
+// redis_locker_test.cpp -- the redis:// and redlock:// lockers, reached only
+// through pglease::connect (so every test also shows that linking
+// pglease::redis registers them), against real redis-servers each test
+// starts itself with scripts/redis.sh: 56379 for redis://, 56380-56382 for
+// redlock://.  Never mocked, never skipped.
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "pglease/pglease.hpp"
+#include "redis/connection.hpp"
+
+using namespace std::chrono_literals;
+using pglease::Errc;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr int single_port = 56379;
+constexpr int redlock_ports[] = {56380, 56381, 56382};
+
+// A redis-server of one test: its files in a fresh temporary directory,
+// killed and removed when the object goes.
+class RedisServer {
+public:
+	RedisServer(int port, bool persist) : port_(port), persist_(persist)
+	{
+		char tmpl[] = "/tmp/pglease-redis-test.XXXXXX";
+		if (const char *made = ::mkdtemp(tmpl))
+			dir_ = made;
+		started_ = start();
+	}
+	~RedisServer()
+	{
+		if (!dir_.empty()) {
+			run("kill");
+			std::error_code ignored;
+			std::filesystem::remove_all(dir_, ignored);
+		}
+	}
+	RedisServer(const RedisServer &) = delete;
+	RedisServer &operator=(const RedisServer &) = delete;
+
+	bool started() const { return started_; }
+	bool start() { return run("start", std::to_string(port_) + (persist_ ? " persist" : "")); }
+	bool stop() { return run("stop"); }
+	bool kill() { return run("kill"); }
+	int port() const { return port_; }
+
+	// del -- DEL a key behind the locker's back (a grant broken server-side)
+	bool del(const std::string &key)
+	{
+		auto c = pglease::detail::redis::Connection::open({"127.0.0.1", port_}, {500ms, 500ms});
+		if (!c)
+			return false;
+		auto r = c->command({"DEL", key});
+		return r && r->is_integer() && r->integer == 1;
+	}
+
+private:
+	bool run(const std::string &cmd, const std::string &extra = "")
+	{
+		if (dir_.empty())
+			return false;
+		std::string line = std::string(PGLEASE_SOURCE_DIR) + "/scripts/redis.sh " + cmd + " '" + dir_ + "' " +
+		                   extra + " >/dev/null";
+		return std::system(line.c_str()) == 0;
+	}
+
+	int port_;
+	bool persist_;
+	std::string dir_;
+	bool started_ = false;
+};
+
+std::string
+redis_url()
+{
+	return "redis://127.0.0.1:" + std::to_string(single_port);
+}
+
+std::string
+redlock_url()
+{
+	std::string url = "redlock://";
+	for (int p : redlock_ports)
+		url += (url.size() > 10 ? "," : "") + std::string("127.0.0.1:") + std::to_string(p);
+	return url;
+}
+
+pglease::ClientOptions
+quick_backoff()
+{
+	pglease::ClientOptions o;
+	o.connect_timeout = 500ms;
+	o.backoff_initial = 50ms;
+	o.backoff_max = 300ms;
+	return o;
+}
+
+std::unique_ptr<pglease::Locker>
+connect_or_fail(const std::string &url)
+{
+	auto r = pglease::connect(url, quick_backoff());
+	EXPECT_TRUE(r) << url << ": " << r.error();
+	return r ? std::move(*r) : nullptr;
+}
+
+pglease::LeaseOptions
+opts(milliseconds ttl, milliseconds wait = 0ms)
+{
+	pglease::LeaseOptions o;
+	o.ttl = ttl;
+	o.wait = wait;
+	return o;
+}
+
+std::string
+resource()
+{
+	return std::string("locker-test/") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+}
+
+// in_other_thread -- the no-nested rule is per thread: contenders run apart
+template <class F>
+auto
+in_other_thread(F &&fn)
+{
+	return std::async(std::launch::async, std::forward<F>(fn)).get();
+}
+
+template <class Pred>
+bool
+eventually(Pred pred, milliseconds limit)
+{
+	auto end = Clock::now() + limit;
+	while (Clock::now() < end) {
+		if (pred())
+			return true;
+		std::this_thread::sleep_for(10ms);
+	}
+	return pred();
+}
+
+long long
+ms_since(Clock::time_point t)
+{
+	return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
+}
+
+class RedisLocker : public ::testing::Test {
+protected:
+	explicit RedisLocker(bool persist = false) : server(single_port, persist) {}
+	void SetUp() override
+	{
+		ASSERT_TRUE(server.started()) << "scripts/redis.sh could not start redis-server on " << single_port
+		                              << " (install it: scripts/install-deps.sh)";
+		locker = connect_or_fail(redis_url());
+		ASSERT_TRUE(locker);
+	}
+	RedisServer server;
+	std::unique_ptr<pglease::Locker> locker;
+
+	// eventually_acquire -- the first grant after a restart (the node may be
+	// loading its AOF, and the locker in reconnect backoff)
+	std::optional<pglease::Lease> eventually_acquire(const std::string &r)
+	{
+		std::optional<pglease::Lease> out;
+		eventually(
+		    [&] {
+			    auto lease = locker->try_acquire(r, opts(10s));
+			    if (lease)
+				    out.emplace(std::move(*lease));
+			    return out.has_value();
+		    },
+		    3s);
+		return out;
+	}
+};
+
+class PersistentRedisLocker : public RedisLocker {
+protected:
+	PersistentRedisLocker() : RedisLocker(true) {}
+};
+
+class RedlockLocker : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		for (int p : redlock_ports) {
+			nodes.push_back(std::make_unique<RedisServer>(p, false));
+			ASSERT_TRUE(nodes.back()->started()) << "no redis-server on " << p;
+		}
+		locker = connect_or_fail(redlock_url());
+		ASSERT_TRUE(locker);
+	}
+	std::vector<std::unique_ptr<RedisServer>> nodes;
+	std::unique_ptr<pglease::Locker> locker;
+};
+
+} // namespace
+
+// ---- redis:// -------------------------------------------------------------------
+
+TEST_F(RedisLocker, connect_gives_the_redis_locker_with_its_documented_capabilities)
+{
+	EXPECT_EQ(locker->provider(), "Redis");
+	auto c = locker->capabilities();
+	EXPECT_TRUE(c.distributed);
+	EXPECT_TRUE(c.fencing_token);
+	EXPECT_FALSE(c.fenced_write);
+	EXPECT_FALSE(c.fifo_wait);
+	EXPECT_FALSE(c.ephemeral);
+	EXPECT_FALSE(c.durable);
+	EXPECT_FALSE(c.survives_failover);
+}
+
+TEST_F(RedisLocker, contended_then_released_then_higher_token)
+{
+	auto first = locker->acquire(resource(), opts(10s));
+	ASSERT_TRUE(first) << first.error();
+	EXPECT_GT(first->token(), 0);
+	auto second = in_other_thread([&] { return locker->try_acquire(resource(), opts(10s)); });
+	ASSERT_FALSE(second) << "a held resource was granted twice";
+	EXPECT_EQ(second.error().code, Errc::timeout) << second.error();
+
+	ASSERT_TRUE(first->release());
+	auto third = in_other_thread([&] { return locker->try_acquire(resource(), opts(10s)); });
+	ASSERT_TRUE(third) << third.error();
+	EXPECT_GT(third->token(), first->token()) << "the next grant's token must be higher";
+}
+
+TEST_F(RedisLocker, expired_grant_is_taken_over_and_its_renew_is_lost)
+{
+	auto o = opts(300ms);
+	o.auto_renew = false;
+	auto first = locker->acquire(resource(), o);
+	ASSERT_TRUE(first) << first.error();
+	std::this_thread::sleep_for(400ms);
+	auto taker = in_other_thread([&] { return locker->try_acquire(resource(), opts(10s)); });
+	ASSERT_TRUE(taker) << "an expired grant must be free: " << taker.error();
+	EXPECT_GT(taker->token(), first->token());
+	auto renewed = first->renew();
+	ASSERT_FALSE(renewed) << "the first holder renewed a grant taken over";
+	EXPECT_EQ(renewed.error().code, Errc::lost);
+	EXPECT_FALSE(first->valid());
+}
+
+TEST_F(RedisLocker, auto_renew_keeps_the_lease_past_its_ttl)
+{
+	auto lease = locker->acquire(resource(), opts(300ms));
+	ASSERT_TRUE(lease) << lease.error();
+	std::this_thread::sleep_for(1s);
+	EXPECT_TRUE(lease->valid()) << "auto-renewal every ttl/3 must keep it";
+	auto other = in_other_thread([&] { return locker->try_acquire(resource(), opts(10s)); });
+	EXPECT_FALSE(other) << "granted to another holder while renewed";
+}
+
+TEST_F(RedisLocker, deleted_key_is_lost_exactly_once_through_auto_renew)
+{
+	auto lease = locker->acquire(resource(), opts(600ms));
+	ASSERT_TRUE(lease) << lease.error();
+	std::atomic<int> lost{0};
+	lease->on_lost([&](const pglease::Error &) { lost++; });
+	ASSERT_TRUE(server.del("pglease:lock:" + resource())) << "the lock key is pglease:lock:<resource>";
+	EXPECT_TRUE(eventually([&] { return lost.load() > 0; }, 1s)) << "no on_lost within 1 s of the DEL";
+	std::this_thread::sleep_for(500ms);
+	EXPECT_EQ(lost.load(), 1) << "on_lost must be called exactly once";
+	EXPECT_FALSE(lease->valid());
+	EXPECT_TRUE(lease->cancel_token().cancelled());
+}
+
+TEST_F(RedisLocker, release_wakes_a_waiter_well_before_its_retry_backoff)
+{
+	// After 1.5 s of waiting a retry is due every 0.5-1 s; pub/sub wakes the
+	// waiter within milliseconds.  Three rounds: a retry that happens to
+	// fall right after the release cannot pass them all.
+	for (int round = 0; round < 3; round++) {
+		std::string r = resource() + "/" + std::to_string(round);
+		auto held = locker->acquire(r, opts(10s));
+		ASSERT_TRUE(held) << held.error();
+		auto waiter = std::async(std::launch::async, [&] {
+			auto lease = locker->acquire(r, opts(10s, 5s));
+			return std::make_pair(lease.has_value(), Clock::now());
+		});
+		std::this_thread::sleep_for(1500ms);
+		auto released_at = Clock::now();
+		ASSERT_TRUE(held->release());
+		auto [granted, at] = waiter.get();
+		ASSERT_TRUE(granted);
+		auto after = std::chrono::duration_cast<milliseconds>(at - released_at).count();
+		EXPECT_LT(after, 150) << "round " << round << ": granted " << after
+		                      << " ms after the release: not woken by its publish";
+	}
+}
+
+TEST_F(RedisLocker, waiting_acquire_times_out_within_wait_plus_grace)
+{
+	auto held = locker->acquire(resource(), opts(10s));
+	ASSERT_TRUE(held) << held.error();
+	auto t0 = Clock::now();
+	auto waited = in_other_thread([&] { return locker->acquire(resource(), opts(10s, 500ms)); });
+	auto took = ms_since(t0);
+	ASSERT_FALSE(waited);
+	EXPECT_EQ(waited.error().code, Errc::timeout) << waited.error();
+	EXPECT_GE(took, 500) << "gave up before its wait";
+	EXPECT_LT(took, 500 + 200) << "waited well past its wait";
+}
+
+TEST_F(RedisLocker, same_holder_asking_again_gets_its_token_back)
+{
+	auto o = opts(10s);
+	o.holder = "worker-7";
+	auto first = locker->acquire(resource(), o);
+	ASSERT_TRUE(first) << first.error();
+	auto again = in_other_thread([&] { return locker->try_acquire(resource(), o); });
+	ASSERT_TRUE(again) << "the holder's own grant must be given back: " << again.error();
+	EXPECT_EQ(again->token(), first->token());
+	(void)again->detach();
+}
+
+TEST_F(RedisLocker, token_level_renew_and_release_compare_the_token)
+{
+	auto o = opts(10s);
+	o.auto_renew = false;
+	auto lease = locker->acquire(resource(), o);
+	ASSERT_TRUE(lease) << lease.error();
+	auto token = lease->detach();
+	auto stale = locker->renew(resource(), token + 1, 5s);
+	ASSERT_TRUE(stale) << stale.error();
+	EXPECT_FALSE(*stale) << "renewed with a token that is not the grant's";
+	auto renewed = locker->renew(resource(), token, 5s);
+	ASSERT_TRUE(renewed) << renewed.error();
+	EXPECT_TRUE(*renewed);
+	auto wrong = locker->release(resource(), token + 1);
+	ASSERT_TRUE(wrong) << wrong.error();
+	EXPECT_FALSE(*wrong);
+	auto released = locker->release(resource(), token);
+	ASSERT_TRUE(released) << released.error();
+	EXPECT_TRUE(*released);
+	auto again = locker->release(resource(), token);
+	ASSERT_TRUE(again) << again.error();
+	EXPECT_FALSE(*again) << "released twice";
+	auto bad = locker->renew(resource(), 0, 5s);
+	ASSERT_FALSE(bad);
+	EXPECT_EQ(bad.error().code, Errc::invalid_argument);
+}
+
+TEST_F(RedisLocker, stopped_server_is_unavailable_promptly_and_works_after_restart)
+{
+	{
+		auto warm = locker->try_acquire(resource(), opts(1s)); // a pooled connection to go stale
+		ASSERT_TRUE(warm) << warm.error();
+	}
+	ASSERT_TRUE(server.stop());
+	for (int i = 0; i < 3; i++) {
+		auto t0 = Clock::now();
+		auto r = locker->try_acquire(resource(), opts(5s));
+		auto took = ms_since(t0);
+		ASSERT_FALSE(r);
+		EXPECT_EQ(r.error().code, Errc::unavailable) << r.error();
+		EXPECT_LT(took, 200) << "attempt " << i << " took " << took << " ms with the server down";
+	}
+	auto waited = locker->acquire(resource(), opts(5s, 2s));
+	ASSERT_FALSE(waited);
+	EXPECT_EQ(waited.error().code, Errc::unavailable) << "a wait does not hide an unreachable server";
+	ASSERT_TRUE(server.start());
+	bool granted =
+	    eventually([&] { return static_cast<bool>(locker->try_acquire(resource(), opts(5s))); }, 2s);
+	EXPECT_TRUE(granted) << "no grant within 2 s of the restart (backoff_max is 300 ms)";
+}
+
+TEST_F(PersistentRedisLocker, token_survives_a_crash_with_appendfsync_always)
+{
+	std::int64_t before = 0;
+	for (int i = 0; i < 3; i++) {
+		auto lease = locker->acquire(resource(), opts(10s));
+		ASSERT_TRUE(lease) << lease.error();
+		before = lease->token();
+	}
+	ASSERT_TRUE(server.kill());
+	ASSERT_TRUE(server.start());
+	auto after = eventually_acquire(resource());
+	ASSERT_TRUE(after);
+	EXPECT_GT(after->token(), before) << "with AOF and appendfsync always the counter survives kill -9";
+}
+
+TEST_F(RedisLocker, token_restarts_after_a_crash_without_persistence)
+{
+	// the documented limitation: without AOF the counter is gone with the data
+	std::int64_t before = 0;
+	for (int i = 0; i < 3; i++) {
+		auto lease = locker->acquire(resource(), opts(10s));
+		ASSERT_TRUE(lease) << lease.error();
+		before = lease->token();
+	}
+	ASSERT_TRUE(server.kill());
+	ASSERT_TRUE(server.start());
+	auto after = eventually_acquire(resource());
+	ASSERT_TRUE(after);
+	EXPECT_LE(after->token(), before) << "without persistence the token is NOT monotonic across a restart";
+}
+
+// ---- redlock:// -----------------------------------------------------------------
+
+TEST_F(RedlockLocker, connect_gives_the_redlock_locker_without_tokens)
+{
+	EXPECT_EQ(locker->provider(), "Redlock");
+	auto c = locker->capabilities();
+	EXPECT_TRUE(c.distributed);
+	EXPECT_TRUE(c.survives_failover);
+	EXPECT_FALSE(c.fencing_token);
+	EXPECT_FALSE(c.fenced_write);
+	EXPECT_FALSE(c.fifo_wait);
+	EXPECT_FALSE(c.ephemeral);
+	EXPECT_FALSE(c.durable);
+	auto by_token = locker->renew(resource(), 1, 1s);
+	ASSERT_FALSE(by_token);
+	EXPECT_EQ(by_token.error().code, Errc::invalid_argument) << "Redlock grants have no token to name them";
+}
+
+TEST_F(RedlockLocker, contended_then_released_then_granted_with_token_zero)
+{
+	auto first = locker->acquire(resource(), opts(10s));
+	ASSERT_TRUE(first) << first.error();
+	EXPECT_EQ(first->token(), 0);
+	EXPECT_LE(first->remaining(), 10s - 10s / 100 - 2ms)
+	    << "the local deadline leaves the drift allowance out";
+	auto second = in_other_thread([&] { return locker->try_acquire(resource(), opts(10s)); });
+	ASSERT_FALSE(second);
+	EXPECT_EQ(second.error().code, Errc::timeout) << second.error();
+	ASSERT_TRUE(first->release());
+	auto third = in_other_thread([&] { return locker->try_acquire(resource(), opts(10s)); });
+	EXPECT_TRUE(third) << "not granted after the release: " << third.error();
+}
+
+TEST_F(RedlockLocker, waiting_acquire_is_granted_after_release_and_times_out_within_wait)
+{
+	auto held = locker->acquire(resource(), opts(10s));
+	ASSERT_TRUE(held) << held.error();
+	auto t0 = Clock::now();
+	auto waited = in_other_thread([&] { return locker->acquire(resource(), opts(10s, 400ms)); });
+	auto took = ms_since(t0);
+	ASSERT_FALSE(waited);
+	EXPECT_EQ(waited.error().code, Errc::timeout) << waited.error();
+	EXPECT_GE(took, 400);
+	EXPECT_LT(took, 400 + 250);
+
+	auto waiter = std::async(std::launch::async, [&] { return locker->acquire(resource(), opts(10s, 3s)); });
+	std::this_thread::sleep_for(300ms);
+	ASSERT_TRUE(held->release());
+	auto granted = waiter.get();
+	EXPECT_TRUE(granted) << granted.error();
+}
+
+TEST_F(RedlockLocker, auto_renew_keeps_it_and_deleting_it_on_a_majority_loses_it_once)
+{
+	auto lease = locker->acquire(resource(), opts(600ms));
+	ASSERT_TRUE(lease) << lease.error();
+	std::this_thread::sleep_for(1s);
+	ASSERT_TRUE(lease->valid()) << "auto-renewal must extend it on a majority";
+	std::atomic<int> lost{0};
+	lease->on_lost([&](const pglease::Error &) { lost++; });
+	ASSERT_TRUE(nodes[0]->del("pglease:lock:" + resource()));
+	ASSERT_TRUE(nodes[1]->del("pglease:lock:" + resource()));
+	EXPECT_TRUE(eventually([&] { return lost.load() > 0; }, 1s)) << "no on_lost within 1 s";
+	std::this_thread::sleep_for(400ms);
+	EXPECT_EQ(lost.load(), 1);
+	EXPECT_FALSE(lease->valid());
+}
+
+TEST_F(RedlockLocker, one_node_of_three_down_is_still_granted)
+{
+	ASSERT_TRUE(nodes[2]->kill());
+	auto lease = locker->acquire(resource(), opts(2s));
+	ASSERT_TRUE(lease) << "a majority (2 of 3) must grant: " << lease.error();
+	EXPECT_EQ(lease->token(), 0);
+	auto other = in_other_thread([&] { return locker->try_acquire(resource(), opts(2s)); });
+	EXPECT_FALSE(other) << "granted twice with one node down";
+	std::this_thread::sleep_for(1s);
+	EXPECT_TRUE(lease->valid()) << "renewal on the remaining majority must keep it";
+}
+
+TEST_F(RedlockLocker, two_nodes_of_three_down_is_not_granted_promptly)
+{
+	ASSERT_TRUE(nodes[1]->kill());
+	ASSERT_TRUE(nodes[2]->kill());
+	for (auto wait : {0ms, 2000ms}) {
+		auto t0 = Clock::now();
+		auto lease = locker->acquire(resource(), opts(2s, wait));
+		auto took = ms_since(t0);
+		ASSERT_FALSE(lease) << "granted by a minority";
+		EXPECT_EQ(lease.error().code, Errc::unavailable) << lease.error();
+		EXPECT_LT(took, 3 * 50 * 2) << "not within the per-node timeouts (wait " << wait.count() << " ms)";
+	}
+	// and nothing was left behind on the one live node
+	auto t = locker->try_acquire(resource() + "/x", opts(2s));
+	EXPECT_FALSE(t);
+	ASSERT_TRUE(nodes[1]->start());
+	auto back = eventually([&] { return static_cast<bool>(locker->try_acquire(resource(), opts(2s))); }, 2s);
+	EXPECT_TRUE(back)
+	    << "not granted once a majority is back (the minority's partial grant must have been undone)";
+}
