@@ -73,9 +73,10 @@ conformance() {
 	for p in 56401 56402 56403; do
 		"$redis" start "$WORK/redis-$p" "$p" >/dev/null
 		nodes="${nodes:+$nodes,}127.0.0.1:$p"
-		stop3="$stop3 $redis stop $WORK/redis-$p >/dev/null;"
+		# no ';' inside a command: it separates the entries
+		stop3="$stop3 $redis stop $WORK/redis-$p >/dev/null &&"
 		start3="$start3 $redis start $WORK/redis-$p $p >/dev/null &&"
-		del3="$del3 redis-cli -p $p DEL 'pglease:lock:{resource}' >/dev/null;"
+		del3="$del3 redis-cli -p $p DEL 'pglease:lock:{resource}' >/dev/null &&"
 	done
 	PGLEASE_CONFORMANCE="postgres|dbname=pglease_client|$ROOT/scripts/cluster.sh stop $cluster|$ROOT/scripts/cluster.sh start $cluster $mode|psql -X -q -d pglease_client -c \"SELECT lease.break('{resource}')\" >/dev/null"
 	PGLEASE_CONFORMANCE+=";redis|redis://127.0.0.1:56400|$redis stop $WORK/redis-single >/dev/null|$redis start $WORK/redis-single 56400 >/dev/null|redis-cli -p 56400 DEL 'pglease:lock:{resource}' >/dev/null"

@@ -9,6 +9,7 @@
 // server (its "break" is the lock space's own).  Without PGLEASE_CONFORMANCE
 // the suite fails and says how to run it.  A capability a provider lacks is
 // asserted as documented, never skipped.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -54,16 +55,23 @@ split(const std::string &s, char sep)
 	return out;
 }
 
+// Entries of PGLEASE_CONFORMANCE that are not name|url|stop|start|break
+// (reported by ConformanceSetup, never dropped silently).
+std::vector<std::string> malformed_entries;
+
 std::vector<Provider>
 providers_from_env()
 {
 	std::vector<Provider> out;
+	malformed_entries.clear();
 	out.push_back({"memory", "memory:conformance", "", "", ""});
 	if (const char *env = std::getenv("PGLEASE_CONFORMANCE")) {
 		for (const std::string &entry : split(env, ';')) {
 			auto f = split(entry, '|');
 			if (f.size() == 5)
 				out.push_back({f[0], f[1], f[2], f[3], f[4]});
+			else
+				malformed_entries.push_back(entry);
 		}
 	}
 	return out;
@@ -169,9 +177,9 @@ protected:
 			return;
 		}
 		std::string cmd = GetParam().break_cmd;
-		auto at = cmd.find("{resource}");
-		ASSERT_NE(at, std::string::npos) << cmd;
-		cmd.replace(at, 10, resource);
+		ASSERT_NE(cmd.find("{resource}"), std::string::npos) << cmd;
+		for (auto at = cmd.find("{resource}"); at != std::string::npos; at = cmd.find("{resource}", at))
+			cmd.replace(at, 10, resource);
 		ASSERT_EQ(shell(cmd), 0) << cmd;
 	}
 	bool tokens() const { return locker->capabilities().fencing_token; }
@@ -340,8 +348,10 @@ TEST(ConformanceSetup, EveryServerProviderIsNamed)
 	std::vector<std::string> names;
 	for (const auto &p : providers_from_env())
 		names.push_back(p.name);
-	for (const char *want : {"postgres"})
+	for (const char *want : {"postgres", "redis", "redlock"})
 		EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " missing";
+	for (const auto &entry : malformed_entries)
+		ADD_FAILURE() << "malformed PGLEASE_CONFORMANCE entry (want name|url|stop|start|break): " << entry;
 }
 
 TEST(Connect, MalformedAndUnknownUrlsAreInvalidArguments)
