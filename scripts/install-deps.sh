@@ -7,6 +7,7 @@ packages=(
 	postgresql-15 postgresql-server-dev-15 postgresql-contrib
 	libpq-dev make gcc g++ cmake pkg-config libpqxx-dev libgtest-dev pgbouncer
 	redis-server libhiredis-dev
+	etcd-server etcd-client libcurl4-openssl-dev nlohmann-json3-dev curl
 )
 
 # Debian's redis-server package starts a system service on 6379 when it is
@@ -19,6 +20,18 @@ stop_system_redis() {
 	else
 		$sudo service redis-server stop >/dev/null 2>&1 || true
 		$sudo update-rc.d redis-server disable >/dev/null 2>&1 || true
+	fi
+}
+
+# etcd-server likewise starts a system etcd on 2379/2380; scripts/etcd.sh
+# starts the tests' own members on other ports.
+stop_system_etcd() {
+	dpkg-query -W -f='${Status}' etcd-server 2>/dev/null | grep -q 'install ok installed' || return 0
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		$sudo systemctl disable --now etcd >/dev/null 2>&1 || true
+	else
+		$sudo service etcd stop >/dev/null 2>&1 || true
+		$sudo update-rc.d etcd disable >/dev/null 2>&1 || true
 	fi
 }
 
@@ -49,3 +62,4 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 stop_system_redis
+stop_system_etcd

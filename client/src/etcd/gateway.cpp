@@ -1,0 +1,476 @@
+// etcd/gateway.cpp -- every libcurl and nlohmann-json call of the etcd
+// provider (gateway.hpp says why the JSON gateway).
+//
+// Connection trouble is Errc::unavailable and puts the endpoint in reconnect
+// backoff (jittered, doubling from ClientOptions::backoff_initial to
+// backoff_max), the rule of the other providers; a request goes to the
+// preferred endpoint (the last one that answered) and fails over to the next.
+// Every curl handle runs with CURLOPT_NOSIGNAL (no SIGALRM for timeouts;
+// libcurl sends with MSG_NOSIGNAL, so no SIGPIPE either).
+#include "etcd/gateway.hpp"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <mutex>
+#include <new>
+
+namespace pglease::detail::etcd {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr int grpc_unavailable = 14;
+
+Error
+bad_url(std::string_view url, const std::string &what)
+{
+	return Error{Errc::invalid_argument, "", "invalid etcd URL \"" + std::string(url) + "\": " + what};
+}
+
+Result<Endpoint>
+parse_node(std::string_view url, std::string_view node)
+{
+	if (node.empty())
+		return bad_url(url, "empty endpoint (two commas in a row, or a trailing comma?)");
+	std::string_view host;
+	std::string_view port;
+	if (node.front() == '[') {
+		auto close = node.find(']');
+		if (close == std::string_view::npos || close + 1 >= node.size() || node[close + 1] != ':')
+			return bad_url(url, "write [addr]:port, not \"" + std::string(node) + "\"");
+		host = node.substr(0, close + 1); // curl wants the brackets
+		port = node.substr(close + 2);
+	} else {
+		auto colon = node.rfind(':');
+		if (colon == std::string_view::npos)
+			return bad_url(url, "missing port in \"" + std::string(node) + "\" (write host:port)");
+		host = node.substr(0, colon);
+		port = node.substr(colon + 1);
+		if (host.find(':') != std::string_view::npos)
+			return bad_url(url, "IPv6 address without brackets in \"" + std::string(node) + "\"");
+	}
+	if (host.empty() || host == "[]")
+		return bad_url(url, "empty host in \"" + std::string(node) + "\"");
+	long value = 0;
+	if (port.empty() || port.size() > 5)
+		return bad_url(url, "bad port in \"" + std::string(node) + "\"");
+	for (char c : port) {
+		if (c < '0' || c > '9')
+			return bad_url(url, "bad port in \"" + std::string(node) + "\"");
+		value = value * 10 + (c - '0');
+	}
+	if (value < 1 || value > 65535)
+		return bad_url(url, "port out of range in \"" + std::string(node) + "\"");
+	return Endpoint{std::string(host), static_cast<int>(value)};
+}
+
+std::once_flag curl_initialized;
+
+size_t
+append_to_string(char *data, size_t size, size_t count, void *out) noexcept
+{
+	try {
+		static_cast<std::string *>(out)->append(data, size * count);
+		return size * count;
+	} catch (...) {
+		return 0; // aborts the transfer
+	}
+}
+
+// WatchStream -- the state of one watch's write callback
+struct WatchStream {
+	std::string buffer;
+	bool deleted = false;
+	bool canceled = false;
+	std::string error;
+};
+
+// watch_chunk -- the gateway streams one JSON message per line; a DELETE
+// event ends the transfer (returning less than given aborts it)
+size_t
+watch_chunk(char *data, size_t size, size_t count, void *out) noexcept
+{
+	auto *stream = static_cast<WatchStream *>(out);
+	try {
+		stream->buffer.append(data, size * count);
+		for (auto nl = stream->buffer.find('\n'); nl != std::string::npos; nl = stream->buffer.find('\n')) {
+			std::string line = stream->buffer.substr(0, nl);
+			stream->buffer.erase(0, nl + 1);
+			Json message = Json::parse(line, nullptr, false);
+			if (message.is_discarded() || !message.is_object())
+				continue;
+			if (message.contains("error")) {
+				stream->error = message["error"].dump();
+				return 0;
+			}
+			const Json &result = message.value("result", Json::object());
+			if (result.value("canceled", false)) {
+				stream->canceled = true;
+				return 0;
+			}
+			for (const Json &event : result.value("events", Json::array()))
+				if (event.value("type", "") == "DELETE") {
+					stream->deleted = true;
+					return 0;
+				}
+		}
+		return size * count;
+	} catch (...) {
+		return 0;
+	}
+}
+
+} // namespace
+
+// CurlHandle -- one easy handle (it keeps its connections for reuse)
+class CurlHandle {
+public:
+	CurlHandle() : curl_(curl_easy_init())
+	{
+		if (!curl_)
+			throw std::bad_alloc();
+		headers_ = curl_slist_append(nullptr, "Content-Type: application/json");
+		// no "Expect: 100-continue" round trip for larger bodies
+		if (headers_)
+			headers_ = curl_slist_append(headers_, "Expect:");
+		if (!headers_) {
+			curl_easy_cleanup(curl_);
+			throw std::bad_alloc();
+		}
+	}
+	~CurlHandle()
+	{
+		curl_easy_cleanup(curl_);
+		curl_slist_free_all(headers_);
+	}
+	CurlHandle(const CurlHandle &) = delete;
+	CurlHandle &operator=(const CurlHandle &) = delete;
+
+	// prepare -- a POST of body to url, bounded by the timeouts
+	void prepare(const std::string &url, const std::string &body, milliseconds connect, milliseconds total)
+	{
+		curl_easy_reset(curl_);
+		curl_easy_setopt(curl_, CURLOPT_URL, url.c_str());
+		curl_easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, headers_);
+		curl_easy_setopt(curl_, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+		curl_easy_setopt(curl_, CURLOPT_COPYPOSTFIELDS, body.c_str());
+		curl_easy_setopt(curl_, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::max(connect.count(), 1L)));
+		curl_easy_setopt(curl_, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max(total.count(), 1L)));
+	}
+	CURL *get() const noexcept { return curl_; }
+
+private:
+	CURL *curl_;
+	curl_slist *headers_ = nullptr;
+};
+
+Result<std::vector<Endpoint>>
+parse_url(std::string_view url) noexcept
+{
+	try {
+		constexpr std::string_view scheme = "etcd://";
+		if (url.substr(0, scheme.size()) != scheme)
+			return bad_url(url, "does not start with etcd://");
+		std::string_view rest = url.substr(scheme.size());
+		if (rest.find_first_of("/?#@") != std::string_view::npos)
+			return bad_url(url, "only etcd://host:port[,host:port...] (no path, query or user)");
+		std::vector<Endpoint> out;
+		for (;;) {
+			auto comma = rest.find(',');
+			auto node = parse_node(url, rest.substr(0, comma));
+			if (!node)
+				return node.error();
+			out.push_back(std::move(*node));
+			if (comma == std::string_view::npos)
+				break;
+			rest.remove_prefix(comma + 1);
+		}
+		return out;
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+std::string
+base64_encode(std::string_view bytes)
+{
+	static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	std::string out;
+	out.reserve((bytes.size() + 2) / 3 * 4);
+	std::size_t i = 0;
+	for (; i + 2 < bytes.size(); i += 3) {
+		unsigned v = static_cast<unsigned char>(bytes[i]) << 16 |
+		             static_cast<unsigned char>(bytes[i + 1]) << 8 | static_cast<unsigned char>(bytes[i + 2]);
+		out += alphabet[v >> 18 & 63];
+		out += alphabet[v >> 12 & 63];
+		out += alphabet[v >> 6 & 63];
+		out += alphabet[v & 63];
+	}
+	if (i + 1 == bytes.size()) {
+		unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
+		out += alphabet[v >> 18 & 63];
+		out += alphabet[v >> 12 & 63];
+		out += "==";
+	} else if (i + 2 == bytes.size()) {
+		unsigned v = static_cast<unsigned char>(bytes[i]) << 16 | static_cast<unsigned char>(bytes[i + 1])
+		                                                              << 8;
+		out += alphabet[v >> 18 & 63];
+		out += alphabet[v >> 12 & 63];
+		out += alphabet[v >> 6 & 63];
+		out += '=';
+	}
+	return out;
+}
+
+std::string
+base64_decode(std::string_view text)
+{
+	std::string out;
+	unsigned acc = 0;
+	int bits = 0;
+	for (char c : text) {
+		int v;
+		if (c >= 'A' && c <= 'Z')
+			v = c - 'A';
+		else if (c >= 'a' && c <= 'z')
+			v = c - 'a' + 26;
+		else if (c >= '0' && c <= '9')
+			v = c - '0' + 52;
+		else if (c == '+')
+			v = 62;
+		else if (c == '/')
+			v = 63;
+		else
+			continue; // padding
+		acc = acc << 6 | static_cast<unsigned>(v);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out += static_cast<char>(acc >> bits & 0xff);
+		}
+	}
+	return out;
+}
+
+std::int64_t
+int64_of(const Json &object, const char *field) noexcept
+{
+	try {
+		if (!object.is_object())
+			return 0;
+		auto it = object.find(field);
+		if (it == object.end())
+			return 0;
+		if (it->is_number_integer())
+			return it->get<std::int64_t>();
+		if (it->is_string())
+			return std::stoll(it->get<std::string>());
+		return 0;
+	} catch (...) {
+		return 0;
+	}
+}
+
+Gateway::Gateway(std::vector<Endpoint> endpoints, const ClientOptions &options)
+    : options_(options), rng_(std::random_device{}())
+{
+	std::call_once(curl_initialized, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+	for (auto &e : endpoints)
+		endpoints_.push_back(EndpointState{std::move(e), {}, options.backoff_initial, {}});
+}
+
+Gateway::~Gateway() = default;
+
+std::string
+Gateway::url_of(std::size_t index, std::string_view path) const
+{
+	const Endpoint &e = endpoints_[index].endpoint;
+	return "http://" + e.host + ":" + std::to_string(e.port) + std::string(path);
+}
+
+std::unique_ptr<CurlHandle>
+Gateway::borrow() noexcept
+{
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		if (!idle_.empty()) {
+			auto h = std::move(idle_.back());
+			idle_.pop_back();
+			return h;
+		}
+	}
+	try {
+		return std::make_unique<CurlHandle>();
+	} catch (...) {
+		return nullptr;
+	}
+}
+
+void
+Gateway::give_back(std::unique_ptr<CurlHandle> handle) noexcept
+{
+	std::lock_guard<std::mutex> lk(mu_);
+	if (idle_.size() < options_.max_idle_connections) {
+		try {
+			idle_.push_back(std::move(handle));
+		} catch (...) {
+			// dropped
+		}
+	}
+}
+
+// attempt_order -- the endpoints not in backoff, the preferred one first
+std::vector<std::size_t>
+Gateway::attempt_order() noexcept
+{
+	std::vector<std::size_t> order;
+	try {
+		std::lock_guard<std::mutex> lk(mu_);
+		auto now = Clock::now();
+		for (std::size_t k = 0; k < endpoints_.size(); k++) {
+			std::size_t i = (preferred_ + k) % endpoints_.size();
+			if (now >= endpoints_[i].next_attempt)
+				order.push_back(i);
+		}
+	} catch (...) {
+		order.clear();
+	}
+	return order;
+}
+
+void
+Gateway::reachable(std::size_t index) noexcept
+{
+	std::lock_guard<std::mutex> lk(mu_);
+	endpoints_[index].backoff = options_.backoff_initial;
+	endpoints_[index].next_attempt = {};
+	preferred_ = index;
+}
+
+void
+Gateway::unreachable(std::size_t index) noexcept
+{
+	std::lock_guard<std::mutex> lk(mu_);
+	EndpointState &e = endpoints_[index];
+	auto b = std::max(e.backoff, milliseconds{1});
+	std::uniform_int_distribution<long long> spread(b.count() / 2, b.count());
+	e.next_attempt = Clock::now() + milliseconds{spread(rng_)};
+	e.backoff = std::min(b * 2, std::max(options_.backoff_max, milliseconds{1}));
+	if (preferred_ == index)
+		preferred_ = (index + 1) % endpoints_.size();
+}
+
+Result<Reply>
+Gateway::post(std::string_view path, const Json &body, milliseconds timeout) noexcept
+{
+	try {
+		if (timeout <= milliseconds{0})
+			timeout = options_.statement_grace;
+		const std::string payload = body.dump();
+		std::string failures;
+		auto order = attempt_order();
+		if (order.empty()) {
+			std::lock_guard<std::mutex> lk(mu_);
+			std::string last;
+			for (const auto &e : endpoints_)
+				last += (last.empty() ? "" : "; ") + e.last_error;
+			return Error{Errc::unavailable, "",
+			             "etcd: every endpoint is in reconnect backoff (last errors: " + last + ")"};
+		}
+		for (std::size_t i : order) {
+			auto handle = borrow();
+			if (!handle)
+				return Error{Errc::internal, "", "out of memory"};
+			std::string url = url_of(i, path);
+			std::string received;
+			handle->prepare(url, payload, options_.connect_timeout, timeout);
+			curl_easy_setopt(handle->get(), CURLOPT_WRITEFUNCTION, append_to_string);
+			curl_easy_setopt(handle->get(), CURLOPT_WRITEDATA, &received);
+			CURLcode rc = curl_easy_perform(handle->get());
+			if (rc != CURLE_OK) {
+				std::string what = "etcd " + url + ": " + curl_easy_strerror(rc);
+				failures += (failures.empty() ? "" : "; ") + what;
+				unreachable(i);
+				{
+					std::lock_guard<std::mutex> lk(mu_);
+					endpoints_[i].last_error = what;
+				}
+				continue; // the handle is dropped with its broken connection
+			}
+			give_back(std::move(handle));
+			Json parsed = Json::parse(received, nullptr, false);
+			if (parsed.is_discarded() || !parsed.is_object())
+				return Error{Errc::internal, "",
+				             "etcd " + url + ": not a JSON object: " + received.substr(0, 200)};
+			Reply reply;
+			if (parsed.contains("result") && parsed["result"].is_object()) // a streaming call's one message
+				parsed = parsed["result"];
+			if (parsed.contains("error")) {
+				const Json &e = parsed["error"];
+				if (e.is_object()) { // a streaming call's error
+					reply.grpc_code = static_cast<int>(int64_of(e, "grpc_code"));
+					reply.message = e.value("message", "");
+				} else {
+					reply.grpc_code = static_cast<int>(int64_of(parsed, "code"));
+					reply.message = parsed.value("message", e.is_string() ? e.get<std::string>() : "");
+				}
+				if (reply.grpc_code == 0)
+					reply.grpc_code = 2; // UNKNOWN
+			}
+			if (reply.grpc_code == grpc_unavailable) {
+				// no leader, or the member is stopping: another member may answer
+				failures += (failures.empty() ? "" : "; ") + ("etcd " + url + ": " + reply.message);
+				continue;
+			}
+			reachable(i);
+			reply.body = std::move(parsed);
+			return reply;
+		}
+		return Error{Errc::unavailable, "", failures};
+	} catch (const std::bad_alloc &) {
+		return Error{Errc::internal, "", "out of memory"};
+	} catch (const std::exception &e) {
+		return Error{Errc::internal, "", std::string("etcd: ") + e.what()};
+	}
+}
+
+Result<bool>
+Gateway::wait_deleted(std::string_view key, std::int64_t start_revision, milliseconds timeout) noexcept
+{
+	try {
+		std::size_t index;
+		{
+			std::lock_guard<std::mutex> lk(mu_);
+			index = preferred_;
+		}
+		Json request = {{"create_request",
+		                 {{"key", base64_encode(key)}, {"start_revision", std::to_string(start_revision)}}}};
+		CurlHandle handle; // a stream ends its connection's reuse: a handle of its own
+		WatchStream stream;
+		std::string url = url_of(index, "/v3/watch");
+		handle.prepare(url, request.dump(), options_.connect_timeout, timeout);
+		curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, watch_chunk);
+		curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &stream);
+		CURLcode rc = curl_easy_perform(handle.get());
+		if (stream.deleted)
+			return true;
+		if (rc == CURLE_OPERATION_TIMEDOUT)
+			return false;
+		std::string why = !stream.error.empty() ? stream.error
+		                  : stream.canceled     ? std::string("watch canceled")
+		                                        : std::string(curl_easy_strerror(rc));
+		if (rc == CURLE_OK)
+			why = "the watch stream ended";
+		return Error{Errc::unavailable, "", "etcd " + url + ": " + why};
+	} catch (const std::bad_alloc &) {
+		return Error{Errc::internal, "", "out of memory"};
+	} catch (const std::exception &e) {
+		return Error{Errc::internal, "", std::string("etcd: ") + e.what()};
+	}
+}
+
+} // namespace pglease::detail::etcd

@@ -1,0 +1,492 @@
+// etcd/locker.cpp -- the etcd:// provider: the FIFO lock recipe of etcd's
+// clientv3/concurrency Mutex, over the JSON gateway (etcd/gateway.hpp).
+//
+// Recipe: acquire grants an etcd lease (LeaseGrant, the TTL rounded up to
+// whole seconds: etcd leases have no finer unit; the local deadline still
+// uses the TTL asked for, so it is conservative) and puts
+// "pglease/lock/<resource>/<lease id, 16 hex digits>" with that lease (a txn:
+// put only if the key does not exist yet, so a retried request keeps the
+// first create revision).  The holder is the key of the resource with the
+// lowest create revision; a waiter watches only its predecessor (the key
+// created just before its own) for deletion -- no herd -- and after waking
+// re-reads the queue, its own key included: a waiter whose lease expired
+// while queued has lost its place and queues again, it is never told it
+// holds the lock.  While queued, the waiter keeps its own lease alive every
+// heartbeat.
+//
+// Token: the lock key's create revision, etcd's cluster-wide revision
+// counter: strictly increasing per resource (and across the cluster), kept
+// through restarts and leader changes with the raft log.
+//
+// Renew is LeaseKeepAlive (TTL 0 or lease not found: not held) plus a read of
+// the key (deleted server-side: not held).  Release deletes the key and
+// revokes the lease; a waiter that times out revokes its lease, which deletes
+// its key.  Keys of resource "a/b" lie under the prefix of resource "a", so
+// a queue read keeps only keys whose rest after the prefix is 16 hex digits.
+#include <cinttypes>
+#include <cstdio>
+#include <thread>
+
+#include "detail/provider.hpp"
+#include "etcd/component.hpp"
+#include "etcd/gateway.hpp"
+
+namespace pglease::detail {
+
+namespace {
+
+using etcd::base64_decode;
+using etcd::base64_encode;
+using etcd::Gateway;
+using etcd::int64_of;
+using etcd::Json;
+using etcd::Reply;
+
+constexpr std::string_view key_prefix = "pglease/lock/";
+constexpr int grpc_not_found = 5;
+constexpr milliseconds watch_retry{50}; // pause before re-reading when a watch failed
+
+std::string
+resource_prefix(std::string_view resource)
+{
+	return std::string(key_prefix) + std::string(resource) + "/";
+}
+
+// prefix_end -- the range_end that selects every key starting with prefix
+std::string
+prefix_end(std::string prefix)
+{
+	prefix.back() = static_cast<char>(prefix.back() + 1); // '/' + 1 = '0'
+	return prefix;
+}
+
+std::string
+lease_hex(std::int64_t lease)
+{
+	char buf[17];
+	std::snprintf(buf, sizeof buf, "%016" PRIx64, static_cast<std::uint64_t>(lease));
+	return buf;
+}
+
+bool
+is_lock_key(std::string_view key, std::string_view prefix)
+{
+	if (key.substr(0, prefix.size()) != prefix || key.size() != prefix.size() + 16)
+		return false;
+	for (char c : key.substr(prefix.size()))
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+	return true;
+}
+
+// error_of -- the Error for a gRPC status the gateway answered
+Error
+error_of(const Reply &reply, std::string_view what)
+{
+	Errc code = Errc::internal;
+	switch (reply.grpc_code) {
+	case 3:  // INVALID_ARGUMENT
+	case 11: // OUT_OF_RANGE
+		code = Errc::invalid_argument;
+		break;
+	case 4:  // DEADLINE_EXCEEDED
+	case 8:  // RESOURCE_EXHAUSTED
+	case 14: // UNAVAILABLE
+		code = Errc::unavailable;
+		break;
+	case 7:  // PERMISSION_DENIED
+	case 16: // UNAUTHENTICATED
+		code = Errc::permission;
+		break;
+	case grpc_not_found:
+		code = Errc::lost;
+		break;
+	default:
+		break;
+	}
+	return Error{code, "", "etcd " + std::string(what) + ": " + reply.message};
+}
+
+// A thin layer of the calls the recipe makes, each one gateway request.
+class Api {
+public:
+	explicit Api(std::shared_ptr<Gateway> gateway) : gateway_(std::move(gateway)) {}
+
+	Gateway &gateway() { return *gateway_; }
+
+	// lease_grant -- a new lease of ttl_seconds; its ID
+	Result<std::int64_t> lease_grant(std::int64_t ttl_seconds)
+	{
+		auto r = gateway_->post("/v3/lease/grant", Json{{"TTL", std::to_string(ttl_seconds)}});
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "lease grant");
+		std::int64_t id = int64_of(r->body, "ID");
+		if (id <= 0)
+			return Error{Errc::internal, "", "etcd lease grant: no lease ID in " + r->body.dump()};
+		return id;
+	}
+
+	// keepalive -- the lease's TTL after the refresh; 0 when it is gone
+	Result<std::int64_t> keepalive(std::int64_t lease)
+	{
+		auto r = gateway_->post("/v3/lease/keepalive", Json{{"ID", std::to_string(lease)}});
+		if (!r)
+			return r.error();
+		if (r->grpc_code == grpc_not_found)
+			return std::int64_t{0};
+		if (r->grpc_code != 0)
+			return error_of(*r, "lease keepalive");
+		return int64_of(r->body, "TTL");
+	}
+
+	// revoke -- end the lease and delete its keys; false: it was gone already
+	Result<bool> revoke(std::int64_t lease)
+	{
+		auto r = gateway_->post("/v3/lease/revoke", Json{{"ID", std::to_string(lease)}});
+		if (!r)
+			return r.error();
+		if (r->grpc_code == grpc_not_found)
+			return false;
+		if (r->grpc_code != 0)
+			return error_of(*r, "lease revoke");
+		return true;
+	}
+
+	// create_key -- put key with lease unless it exists; the key's create revision
+	Result<std::int64_t> create_key(const std::string &key, const std::string &value, std::int64_t lease)
+	{
+		const std::string k = base64_encode(key);
+		Json read = {{"request_range", {{"key", k}}}};
+		Json txn = {
+		    {"compare",
+		     Json::array(
+		         {{{"key", k}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}}})},
+		    {"success",
+		     Json::array({{{"request_put",
+		                    {{"key", k}, {"value", base64_encode(value)}, {"lease", std::to_string(lease)}}}},
+		                  read})},
+		    {"failure", Json::array({read})}};
+		auto r = gateway_->post("/v3/kv/txn", txn);
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "txn (put lock key)");
+		const Json responses = r->body.value("responses", Json::array());
+		if (responses.empty())
+			return Error{Errc::internal, "", "etcd txn: no responses in " + r->body.dump()};
+		const Json range = responses.back().value("response_range", Json::object());
+		const Json kvs = range.value("kvs", Json::array());
+		std::int64_t revision = kvs.empty() ? 0 : int64_of(kvs[0], "create_revision");
+		if (revision <= 0)
+			return Error{Errc::internal, "", "etcd txn: the lock key is missing right after its put"};
+		return revision;
+	}
+
+	struct Kv {
+		std::string key;
+		std::int64_t create_revision = 0;
+		std::int64_t lease = 0;
+	};
+	struct Range {
+		std::vector<Kv> kvs; // lock keys of the resource only
+		std::int64_t revision = 0;
+	};
+
+	// lock_keys -- the resource's lock keys created in [min_rev, max_rev] (0: open)
+	Result<Range> lock_keys(std::string_view resource, std::int64_t min_rev, std::int64_t max_rev)
+	{
+		const std::string prefix = resource_prefix(resource);
+		Json request = {{"key", base64_encode(prefix)},
+		                {"range_end", base64_encode(prefix_end(prefix))},
+		                {"keys_only", true}};
+		if (min_rev > 0)
+			request["min_create_revision"] = std::to_string(min_rev);
+		if (max_rev > 0)
+			request["max_create_revision"] = std::to_string(max_rev);
+		auto r = gateway_->post("/v3/kv/range", request);
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "range");
+		Range out;
+		out.revision = int64_of(r->body.value("header", Json::object()), "revision");
+		for (const Json &kv : r->body.value("kvs", Json::array())) {
+			std::string key = base64_decode(kv.value("key", ""));
+			if (is_lock_key(key, prefix))
+				out.kvs.push_back(Kv{std::move(key), int64_of(kv, "create_revision"), int64_of(kv, "lease")});
+		}
+		return out;
+	}
+
+	// delete_key -- true: it was there
+	Result<bool> delete_key(const std::string &key)
+	{
+		auto r = gateway_->post("/v3/kv/deleterange", Json{{"key", base64_encode(key)}});
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "deleterange");
+		return int64_of(r->body, "deleted") > 0;
+	}
+
+	// end -- delete key and revoke lease; true: the key was there
+	Result<bool> end(const std::string &key, std::int64_t lease)
+	{
+		auto deleted = delete_key(key);
+		auto revoked = revoke(lease);
+		if (!deleted)
+			return deleted.error();
+		if (!revoked)
+			return revoked.error();
+		return *deleted;
+	}
+
+private:
+	std::shared_ptr<Gateway> gateway_;
+};
+
+// A grant's lock key, by name and by create revision (= token).
+struct LockKey {
+	std::string resource;
+	std::string key;
+	std::int64_t lease = 0;
+	std::int64_t revision = 0;
+};
+
+// still_there -- the lock key exists with its create revision
+Result<bool>
+still_there(Api &api, const LockKey &lock)
+{
+	auto range = api.lock_keys(lock.resource, lock.revision, lock.revision);
+	if (!range)
+		return range.error();
+	for (const auto &kv : range->kvs)
+		if (kv.key == lock.key)
+			return true;
+	return false;
+}
+
+class EtcdGrant final : public Grant {
+public:
+	EtcdGrant(std::shared_ptr<Api> api, LockKey lock) noexcept : api_(std::move(api)), lock_(std::move(lock))
+	{
+	}
+
+	// etcd keeps the TTL the lease was granted with; ttl is that TTL already
+	Result<bool> renew(milliseconds) noexcept override
+	{
+		try {
+			auto ttl = api_->keepalive(lock_.lease);
+			if (!ttl)
+				return ttl.error();
+			if (*ttl <= 0)
+				return false;
+			auto there = still_there(*api_, lock_);
+			if (!there)
+				return there.error();
+			if (!*there)
+				(void)api_->revoke(lock_.lease); // the key was deleted server-side: end the lease too
+			return *there;
+		} catch (...) {
+			return Error{Errc::internal, "", "out of memory"};
+		}
+	}
+	Result<bool> release() noexcept override
+	{
+		try {
+			return api_->end(lock_.key, lock_.lease);
+		} catch (...) {
+			return Error{Errc::internal, "", "out of memory"};
+		}
+	}
+
+private:
+	std::shared_ptr<Api> api_;
+	LockKey lock_;
+};
+
+class EtcdLocker final : public LockerBase {
+public:
+	explicit EtcdLocker(std::shared_ptr<Api> api) noexcept : api_(std::move(api)) {}
+
+	Capabilities capabilities() const noexcept override
+	{
+		Capabilities c;
+		c.distributed = c.fencing_token = c.fifo_wait = c.ephemeral = c.durable = c.survives_failover = true;
+		return c; // fenced_write: etcd checks no token on the data's store
+	}
+	std::string_view provider() const noexcept override { return "etcd"; }
+
+	Result<bool> renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept override
+	{
+		if (resource.empty() || token <= 0 || ttl <= milliseconds{0})
+			return Error{Errc::invalid_argument, "22023",
+			             "resource must not be empty, token and ttl must be positive"};
+		try {
+			auto lock = find(resource, token);
+			if (!lock)
+				return lock.error();
+			if (lock->lease == 0)
+				return false;
+			auto left = api_->keepalive(lock->lease);
+			if (!left)
+				return left.error();
+			return *left > 0;
+		} catch (...) {
+			return Error{Errc::internal, "", "out of memory"};
+		}
+	}
+
+	Result<bool> release(std::string_view resource, std::int64_t token) noexcept override
+	{
+		if (resource.empty() || token <= 0)
+			return Error{Errc::invalid_argument, "22023",
+			             "resource must not be empty, token must be positive"};
+		try {
+			auto lock = find(resource, token);
+			if (!lock)
+				return lock.error();
+			if (lock->lease == 0)
+				return false;
+			return api_->end(lock->key, lock->lease);
+		} catch (...) {
+			return Error{Errc::internal, "", "out of memory"};
+		}
+	}
+
+	using LockerBase::constructed;
+
+protected:
+	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
+	                      const std::string &holder) noexcept override
+	{
+		if (options.strategy == Strategy::advisory)
+			return Error{
+			    Errc::invalid_argument, "",
+			    "the etcd provider offers Strategy::lease and ephemeral (an etcd lease), no advisory locks"};
+		try {
+			return take(resource, options, holder);
+		} catch (const std::exception &e) {
+			return Error{Errc::internal, "", e.what()};
+		} catch (...) {
+			return Error{Errc::internal, "", "unknown exception"};
+		}
+	}
+
+private:
+	// find -- the lock key of (resource, token); lease 0 when there is none
+	Result<LockKey> find(std::string_view resource, std::int64_t token)
+	{
+		auto range = api_->lock_keys(resource, token, token);
+		if (!range)
+			return range.error();
+		LockKey lock{std::string(resource), "", 0, token};
+		for (const auto &kv : range->kvs)
+			if (kv.create_revision == token) {
+				lock.key = kv.key;
+				lock.lease = kv.lease;
+			}
+		return lock;
+	}
+
+	Result<Granted> timed_out(std::string_view resource, const LeaseOptions &options, std::int64_t lease)
+	{
+		(void)api_->revoke(lease); // best effort: otherwise the key goes with the lease's TTL
+		return Error{Errc::timeout, "",
+		             "lease \"" + std::string(resource) + "\" not granted within " +
+		                 format_duration(options.wait)};
+	}
+
+	// take -- queue a lock key, then wait for every key ahead of it to go
+	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
+	{
+		const auto give_up = Clock::now() + options.wait;
+		const std::int64_t ttl_seconds = (options.ttl.count() + 999) / 1000;
+		const milliseconds heartbeat =
+		    options.heartbeat > milliseconds{0} ? options.heartbeat : options.ttl / 3;
+		for (;;) { // once per place in the queue
+			auto alive_since = Clock::now();
+			auto lease = api_->lease_grant(ttl_seconds);
+			if (!lease)
+				return lease.error();
+			LockKey lock{std::string(resource), resource_prefix(resource) + lease_hex(*lease), *lease, 0};
+			auto revision = api_->create_key(lock.key, holder, lock.lease);
+			if (!revision) {
+				(void)api_->revoke(lock.lease);
+				return revision.error();
+			}
+			lock.revision = *revision;
+			for (;;) { // once per wake-up
+				auto queue = api_->lock_keys(resource, 0, lock.revision);
+				if (!queue) {
+					if (queue.error().code == Errc::unavailable && Clock::now() + watch_retry < give_up) {
+						std::this_thread::sleep_for(watch_retry); // failing over, maybe
+						continue;
+					}
+					(void)api_->revoke(lock.lease);
+					return queue.error();
+				}
+				const Api::Kv *mine = nullptr;
+				const Api::Kv *predecessor = nullptr;
+				for (const auto &kv : queue->kvs) {
+					if (kv.create_revision == lock.revision && kv.key == lock.key)
+						mine = &kv;
+					else if (kv.create_revision < lock.revision &&
+					         (!predecessor || kv.create_revision > predecessor->create_revision))
+						predecessor = &kv;
+				}
+				if (!mine)
+					break; // our lease expired while queued: the key is gone, queue again
+				if (!predecessor) {
+					Granted g;
+					g.token = lock.revision;
+					g.deadline = alive_since + options.ttl;
+					g.grant = std::make_unique<EtcdGrant>(api_, std::move(lock));
+					return g;
+				}
+				auto now = Clock::now();
+				if (now >= give_up)
+					return timed_out(resource, options, lock.lease);
+				auto slice = std::min(std::chrono::ceil<milliseconds>(give_up - now), heartbeat);
+				auto woken = api_->gateway().wait_deleted(predecessor->key, queue->revision + 1, slice);
+				if (!woken) // the watch failed: poll instead
+					std::this_thread::sleep_for(std::min(watch_retry, slice));
+				if (Clock::now() - alive_since >= heartbeat) {
+					auto sent = Clock::now();
+					auto left = api_->keepalive(lock.lease);
+					if (left && *left > 0)
+						alive_since = sent;
+				}
+			}
+			if (Clock::now() >= give_up)
+				return timed_out(resource, options, lock.lease);
+		}
+	}
+
+	std::shared_ptr<Api> api_;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Locker>>
+connect_etcd(std::string_view url, const ClientOptions &options) noexcept
+{
+	try {
+		auto endpoints = etcd::parse_url(url);
+		if (!endpoints)
+			return endpoints.error();
+		auto gateway = std::make_shared<Gateway>(std::move(*endpoints), options);
+		auto locker = std::make_unique<EtcdLocker>(std::make_shared<Api>(std::move(gateway)));
+		if (auto ok = locker->constructed(); !ok)
+			return ok.error();
+		return std::unique_ptr<Locker>{std::move(locker)};
+	} catch (const std::exception &e) {
+		return Error{Errc::internal, "", e.what()};
+	} catch (...) {
+		return Error{Errc::internal, "", "unknown exception"};
+	}
+}
+
+} // namespace pglease::detail
