@@ -66,7 +66,8 @@ show_diffs() {
 }
 
 # conformance -- the provider conformance suite against PostgreSQL (this
-# mode's cluster), one Redis server and three independent ones for Redlock
+# mode's cluster), one Redis server, three independent ones for Redlock, and
+# one etcd member
 conformance() {
 	local redis="$ROOT/scripts/redis.sh" nodes="" stop3="" start3="" del3="" p
 	"$redis" start "$WORK/redis-single" 56400 >/dev/null
@@ -81,14 +82,20 @@ conformance() {
 	PGLEASE_CONFORMANCE="postgres|dbname=pglease_client|$ROOT/scripts/cluster.sh stop $cluster|$ROOT/scripts/cluster.sh start $cluster $mode|psql -X -q -d pglease_client -c \"SELECT lease.break('{resource}')\" >/dev/null"
 	PGLEASE_CONFORMANCE+=";redis|redis://127.0.0.1:56400|$redis stop $WORK/redis-single >/dev/null|$redis start $WORK/redis-single 56400 >/dev/null|redis-cli -p 56400 DEL 'pglease:lock:{resource}' >/dev/null"
 	PGLEASE_CONFORMANCE+=";redlock|redlock://$nodes|$stop3 true|$start3 true|$del3 true"
+	# etcd: one member; break deletes the resource's lock keys (prefix range) through the gateway
+	local etcd="$ROOT/scripts/etcd.sh"
+	"$etcd" start "$WORK/etcd-single" 56520 >/dev/null
+	PGLEASE_CONFORMANCE+=";etcd|etcd://127.0.0.1:56520|$etcd stop $WORK/etcd-single >/dev/null|$etcd start $WORK/etcd-single 56520 >/dev/null|ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:56520 del --prefix 'pglease/lock/{resource}/' >/dev/null"
 	PGLEASE_CONFORMANCE="$PGLEASE_CONFORMANCE" "$ROOT/build/client/conformance_test"
 	"$redis" stop "$WORK/redis-single" >/dev/null
 	for p in 56401 56402 56403; do "$redis" stop "$WORK/redis-$p" >/dev/null; done
+	"$etcd" stop "$WORK/etcd-single" >/dev/null
 }
 
 # The Redis component's own suites start their servers themselves
 run_suite "redis plumbing (real redis-server)" "$ROOT/build/client/redis_plumbing_test"
 run_suite "redis and redlock lockers (real redis-servers)" "$ROOT/build/client/redis_locker_test"
+run_suite "etcd locker (real etcd)" "$ROOT/build/client/etcd_locker_test"
 run_suite "CLI with redis:// and redlock:// (tests/providers/cli_redis.sh)" bash "$ROOT/tests/providers/cli_redis.sh"
 
 for mode in preload nopreload; do

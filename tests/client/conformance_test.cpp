@@ -139,6 +139,8 @@ documented(const std::string &name)
 		c.distributed = c.fencing_token = true;
 	} else if (name == "redlock") {
 		c.distributed = c.survives_failover = true;
+	} else if (name == "etcd") {
+		c.distributed = c.fencing_token = c.fifo_wait = c.ephemeral = c.durable = c.survives_failover = true;
 	}
 	return c;
 }
@@ -348,7 +350,7 @@ TEST(ConformanceSetup, EveryServerProviderIsNamed)
 	std::vector<std::string> names;
 	for (const auto &p : providers_from_env())
 		names.push_back(p.name);
-	for (const char *want : {"postgres", "redis", "redlock"})
+	for (const char *want : {"postgres", "redis", "redlock", "etcd"})
 		EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " missing";
 	for (const auto &entry : malformed_entries)
 		ADD_FAILURE() << "malformed PGLEASE_CONFORMANCE entry (want name|url|stop|start|break): " << entry;
