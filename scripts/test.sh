@@ -22,6 +22,9 @@ cleanup() {
 	for d in "$WORK"/redis-*/; do
 		[ -d "$d" ] && "$ROOT/scripts/redis.sh" kill "$d" >/dev/null 2>&1 || true
 	done
+	for d in "$WORK"/etcd-*/; do
+		[ -d "$d" ] && "$ROOT/scripts/etcd.sh" kill "$d" >/dev/null 2>&1 || true
+	done
 	for d in "$WORK"/*/; do
 		[ -d "$d/data" ] && "$ROOT/scripts/cluster.sh" stop "$d" immediate || true
 	done
@@ -97,6 +100,18 @@ run_suite "redis plumbing (real redis-server)" "$ROOT/build/client/redis_plumbin
 run_suite "redis and redlock lockers (real redis-servers)" "$ROOT/build/client/redis_locker_test"
 run_suite "etcd locker (real etcd)" "$ROOT/build/client/etcd_locker_test"
 run_suite "CLI with redis:// and redlock:// (tests/providers/cli_redis.sh)" bash "$ROOT/tests/providers/cli_redis.sh"
+
+# cli_with SCRIPT NAME URL DIR PORT -- tests/providers/cli_lease.sh on a server
+# of its own, started and stopped with scripts/SCRIPT
+cli_with() {
+	local script="$ROOT/scripts/$1" name="$2" url="$3" dir="$4" port="$5" rc=0
+	"$script" start "$dir" "$port" >/dev/null
+	bash "$ROOT/tests/providers/cli_lease.sh" "$name" "$url" "$script start $dir $port" "$script stop $dir" || rc=$?
+	"$script" stop "$dir" >/dev/null 2>&1 || true
+	return "$rc"
+}
+run_suite "CLI with etcd:// (tests/providers/cli_lease.sh)" \
+	cli_with etcd.sh etcd etcd://127.0.0.1:56540 "$WORK/etcd-cli" 56540
 
 for mode in preload nopreload; do
 	cluster="$WORK/$mode"

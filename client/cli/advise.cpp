@@ -480,17 +480,43 @@ emit_redis_cpp(const Advice &advice, const AdviseInput &input)
 	       "// the lease is released when `lease` goes out of scope\n";
 }
 
-// not_in_pglease_line -- the one comment line for a provider pglease does not
-// implement yet, or SQL asked of one that is not PostgreSQL.
+// emit_consensus_cpp -- the same Locker API over zookeeper:// (an ephemeral
+// sequential znode, token = its czxid) or etcd:// (a key under an etcd lease,
+// token = its create revision): fencing tokens the storage can check.
 [[nodiscard]] std::string
-not_in_pglease_line(const Advice &advice, std::string_view language)
+emit_consensus_cpp(const Advice &advice, const AdviseInput &input)
 {
-	if (advice.provider == "Redis")
-		return "# Redis takes no SQL: --emit cpp prints the pglease code for it\n";
-	const std::string see = advice.provider == "ZooKeeper" ? "its lock recipe (ephemeral sequential znodes)"
-	                                                       : "its lease and lock API (concurrency)";
-	return std::string{language == "cpp" ? "// " : "# "} + advice.provider +
-	       " is not yet in pglease; until it is, follow " + see + "\n";
+	const std::string resource = cpp_literal(input.resource);
+	const bool zookeeper = advice.provider == "ZooKeeper";
+	std::string cpp = "// " + advice.provider + " lock on " + resource + ": TTL " + format_duration(advice.ttl) +
+	                  (zookeeper ? " (the session timeout), kept by the session's heartbeat\n"
+	                             : " (an etcd lease), kept alive every " +
+	                                   format_duration(advice.ttl / renewals_per_ttl) + "\n") +
+	                  "// the token is the lock " + (zookeeper ? "znode's czxid" : "key's create revision") +
+	                  ": strictly increasing; the storage must\n"
+	                  "// reject a write whose token is lower than the highest it has seen\n"
+	                  "auto locker = pglease::connect(" +
+	                  cpp_literal(std::string{zookeeper ? emit_zookeeper_url : emit_etcd_url}) +
+	                  (zookeeper ? ");  // your ensemble\n" : ");  // your cluster\n");
+	return cpp +
+	       "if (!locker) {\n"
+	       "    return 1;  // locker.error(): a malformed URL, or pglease::" +
+	       (zookeeper ? "zookeeper" : "etcd") +
+	       " not linked in\n"
+	       "}\n" +
+	       lease_options_cpp(advice) + acquire_cpp("(*locker)->", resource) +
+	       "std::atomic<bool> lost{false};\n"
+	       "lease->on_lost([&](const pglease::Error&) { lost = true; });\n"
+	       "// the section: stop as soon as `lost` is true; send lease->token() with each write\n"
+	       "// the lease is released when `lease` goes out of scope\n";
+}
+
+// not_in_pglease_line -- the comment line for SQL asked of a provider that is
+// not PostgreSQL.
+[[nodiscard]] std::string
+not_in_pglease_line(const Advice &advice, std::string_view)
+{
+	return "# " + advice.provider + " takes no SQL: --emit cpp prints the pglease code for it\n";
 }
 
 [[nodiscard]] std::string
@@ -500,7 +526,7 @@ emit_cpp(const Advice &advice, const AdviseInput &input)
 		return emit_postgres_cpp(advice, input);
 	if (advice.provider == "Redis")
 		return emit_redis_cpp(advice, input);
-	return not_in_pglease_line(advice, "cpp");
+	return emit_consensus_cpp(advice, input);
 }
 
 // Command-line parsing.

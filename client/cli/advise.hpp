@@ -29,6 +29,8 @@ inline constexpr int advise_exit_refused = 65; // EX_DATAERR: no configuration f
 inline constexpr std::string_view emit_postgres_url = "postgresql://localhost/app";
 inline constexpr std::string_view emit_redis_url = "redis://127.0.0.1:6379";
 inline constexpr std::string_view emit_redlock_url = "redlock://redis-a:6379,redis-b:6379,redis-c:6379";
+inline constexpr std::string_view emit_etcd_url = "etcd://etcd-a:2379,etcd-b:2379,etcd-c:2379";
+inline constexpr std::string_view emit_zookeeper_url = "zookeeper://zk-a:2181,zk-b:2181,zk-c:2181/pglease";
 // Every program `--emit cpp` prints has exactly one line, starting with this
 // after its indentation, where the critical section goes.
 inline constexpr std::string_view emit_section_marker = "// the section";

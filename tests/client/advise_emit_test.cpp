@@ -48,6 +48,7 @@ using pglease::cli::render;
 constexpr std::size_t max_emitted_lines = 20;
 constexpr int redis_port = 56390;
 constexpr int redlock_ports[] = {56391, 56392, 56393};
+constexpr int etcd_port = 56530;
 
 std::vector<std::string>
 split(const std::string &text, char separator)
@@ -164,8 +165,24 @@ protected:
 	static std::string scratch_;
 	static std::vector<std::string> redis_dirs_;
 	static std::string redis_error_;
+	static std::string etcd_dir_;
+	static std::string etcd_error_;
 
 	static std::string redis_script() { return std::string{PGLEASE_SOURCE_DIR} + "/scripts/redis.sh"; }
+	static std::string etcd_script() { return std::string{PGLEASE_SOURCE_DIR} + "/scripts/etcd.sh"; }
+
+	static void start_etcd()
+	{
+		if (!ADVISE_EMIT_ETCD)
+			return;
+		const std::string data = scratch_ + "/etcd";
+		const ShellRun started = run_shell(shell_quoted(etcd_script()) + " start " + shell_quoted(data) + " " +
+		                                   std::to_string(etcd_port));
+		if (started.status != 0)
+			etcd_error_ = "etcd.sh start on port " + std::to_string(etcd_port) + ": " + started.output;
+		else
+			etcd_dir_ = data;
+	}
 
 	static void SetUpTestSuite()
 	{
@@ -173,6 +190,7 @@ protected:
 		if (mkdtemp(dir) == nullptr)
 			return;
 		scratch_ = dir;
+		start_etcd();
 		if (!ADVISE_EMIT_REDIS)
 			return;
 		std::vector<int> ports{redis_port};
@@ -194,6 +212,9 @@ protected:
 		for (const std::string &data : redis_dirs_)
 			(void)run_shell(shell_quoted(redis_script()) + " stop " + shell_quoted(data));
 		redis_dirs_.clear();
+		if (!etcd_dir_.empty())
+			(void)run_shell(shell_quoted(etcd_script()) + " stop " + shell_quoted(etcd_dir_));
+		etcd_dir_.clear();
 		if (!scratch_.empty())
 			(void)run_shell("rm -rf " + shell_quoted(scratch_));
 	}
@@ -292,11 +313,21 @@ protected:
 		if (!redis_error_.empty())
 			FAIL() << redis_error_;
 	}
+
+	void require_etcd()
+	{
+		if (!ADVISE_EMIT_ETCD)
+			GTEST_SKIP() << "built with PGLEASE_WITH_ETCD=OFF: no etcd provider to link";
+		if (!etcd_error_.empty())
+			FAIL() << etcd_error_;
+	}
 };
 
 std::string AdviseEmit::scratch_;
 std::vector<std::string> AdviseEmit::redis_dirs_;
 std::string AdviseEmit::redis_error_;
+std::string AdviseEmit::etcd_dir_;
+std::string AdviseEmit::etcd_error_;
 
 std::string
 redlock_url()
@@ -340,6 +371,13 @@ TEST_F(AdviseEmit, redlock_program_compiles_runs_and_holds_the_lease_without_a_t
 	require_redis();
 	check_emitted_program({"redlock", job(2s, {"redis"}, true), "Redis/Redlock",
 	                       pglease::cli::emit_redlock_url, redlock_url()});
+}
+
+TEST_F(AdviseEmit, etcd_program_compiles_runs_and_holds_the_lease)
+{
+	require_etcd();
+	check_emitted_program({"etcd_lease", job(2s, {"etcd"}), "etcd/Lease", pglease::cli::emit_etcd_url,
+	                       "etcd://127.0.0.1:" + std::to_string(etcd_port)});
 }
 
 } // namespace

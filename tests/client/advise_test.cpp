@@ -629,16 +629,28 @@ TEST(AdviseRender, an_emit_language_decide_would_refuse_adds_nothing)
 	EXPECT_EQ(lines_of(render(advice, input)).size(), 4u);
 }
 
-TEST(AdviseRender, emit_for_zookeeper_and_etcd_is_one_comment_line_saying_it_is_not_yet_in_pglease)
+TEST(AdviseRender, emit_sql_for_zookeeper_and_etcd_is_one_comment_line_pointing_to_cpp)
 {
 	for (const AdviseInput &input : {job(2s, {"zookeeper"}), job(2s, {"etcd"})}) {
 		const std::string provider = decide(input).advice->provider;
-		for (const auto &[language, comment] : {std::pair{"cpp", "// "}, std::pair{"sql", "# "}}) {
-			const std::vector<std::string> lines = emitted_lines(emitting(input, language));
-			ASSERT_EQ(lines.size(), 1u) << joined(lines);
-			EXPECT_EQ(lines[0].rfind(comment + provider + " is not yet in pglease; ", 0), 0u)
-			    << language << ": " << lines[0];
-		}
+		const std::vector<std::string> lines = emitted_lines(emitting(input, "sql"));
+		ASSERT_EQ(lines.size(), 1u) << joined(lines);
+		EXPECT_EQ(lines[0], "# " + provider + " takes no SQL: --emit cpp prints the pglease code for it");
+	}
+}
+
+TEST(AdviseRender, cpp_for_etcd_and_zookeeper_connects_by_url_and_names_the_fencing_token)
+{
+	const std::string etcd = joined(emitted_lines(emitting(job(2s, {"etcd"}), "cpp")));
+	EXPECT_TRUE(Contains(etcd, "pglease::connect(\"" + std::string{pglease::cli::emit_etcd_url} + "\")")) << etcd;
+	EXPECT_TRUE(Contains(etcd, "create revision")) << etcd;
+	const std::string zookeeper = joined(emitted_lines(emitting(job(2s, {"zookeeper"}), "cpp")));
+	EXPECT_TRUE(Contains(zookeeper, "pglease::connect(\"" + std::string{pglease::cli::emit_zookeeper_url} + "\")"))
+	    << zookeeper;
+	EXPECT_TRUE(Contains(zookeeper, "czxid")) << zookeeper;
+	for (const std::string &cpp : {etcd, zookeeper}) {
+		EXPECT_TRUE(Contains(cpp, "lease->on_lost")) << cpp;
+		EXPECT_TRUE(Contains(cpp, "lease->token()")) << cpp;
 	}
 }
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# cli_lease.sh NAME URL START-CMD STOP-CMD -- `pglease run/acquire/renew/release
+# --dsn URL` for a provider with fencing tokens, against its real server
+# (already started; START-CMD and STOP-CMD restart and stop it): the command
+# gets PGLEASE_TOKEN and tokens strictly increase across runs, a held
+# resource exits 75 after --wait, a lease lost because the server stopped
+# exits 76, renew/release by token work and a second release exits 76.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$ROOT/tests/lib/checks.sh"
+NAME="$1" URL="$2" START="$3" STOP="$4"
+PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
+[ -x "$PGLEASE" ] || { echo "not ok - cli_lease $NAME: no $PGLEASE (make client)"; exit 1; }
+R="cli/$NAME/$$"
+
+out="$("$PGLEASE" run --dsn "$URL" --resource "$R/a" --ttl 5s -- sh -c 'echo "$PGLEASE_TOKEN $PGLEASE_RESOURCE"')"
+expect "${NAME}_run_passes_token" "output '$out'" '[ "${out#* }" = "$R/a" ] && [ "${out%% *}" -gt 0 ]'
+again="$("$PGLEASE" run --dsn "$URL" --resource "$R/a" --ttl 5s -- sh -c 'echo "$PGLEASE_TOKEN"')"
+expect "${NAME}_run_released_next_token_higher" "first ${out%% *}, then '$again'" '[ "$again" -gt "${out%% *}" ]'
+
+"$PGLEASE" run --dsn "$URL" --resource "$R/held" --ttl 5s -- sleep 3 &
+holder=$!
+sleep 1
+rc=0
+start=$(date +%s%N)
+"$PGLEASE" run --dsn "$URL" --resource "$R/held" --ttl 5s --wait 300ms -- true 2>/dev/null || rc=$?
+took=$((($(date +%s%N) - start) / 1000000))
+expect "${NAME}_run_held_exits_75_after_wait" "exit $rc after $took ms" '[ "$rc" -eq 75 ] && [ "$took" -lt 2500 ]'
+wait "$holder"
+
+rc=0
+( sleep 1; eval "$STOP" >/dev/null ) &
+start=$(date +%s%N)
+"$PGLEASE" run --dsn "$URL" --resource "$R/lost" --ttl 3s --grace 1s -- sleep 30 2>/dev/null || rc=$?
+took=$((($(date +%s%N) - start) / 1000000))
+expect "${NAME}_run_lost_when_server_stops_exits_76" "exit $rc after $took ms" '[ "$rc" -eq 76 ] && [ "$took" -lt 10000 ]'
+wait
+eval "$START" >/dev/null
+
+token="$("$PGLEASE" acquire --dsn "$URL" --resource "$R/tok" --ttl 10s --wait 10s)"
+expect "${NAME}_acquire_prints_token" "printed '$token'" '[ "$token" -gt 0 ]'
+rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --ttl 10s || rc=$?
+expect "${NAME}_renew_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
+rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" || rc=$?
+expect "${NAME}_release_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
+rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" 2>/dev/null || rc=$?
+expect "${NAME}_release_again_exits_76" "exit $rc" '[ "$rc" -eq 76 ]'
+finish
