@@ -66,9 +66,10 @@ show_diffs() {
 }
 
 # conformance -- the provider conformance suite against PostgreSQL (this
-# mode's cluster), one Redis server and three independent ones for Redlock
+# mode's cluster), one Redis server and three independent ones for Redlock,
+# and one standalone ZooKeeper server
 conformance() {
-	local redis="$ROOT/scripts/redis.sh" nodes="" stop3="" start3="" del3="" p
+	local redis="$ROOT/scripts/redis.sh" zk="$ROOT/scripts/zookeeper.sh" nodes="" stop3="" start3="" del3="" p
 	"$redis" start "$WORK/redis-single" 56400 >/dev/null
 	for p in 56401 56402 56403; do
 		"$redis" start "$WORK/redis-$p" "$p" >/dev/null
@@ -81,15 +82,21 @@ conformance() {
 	PGLEASE_CONFORMANCE="postgres|dbname=pglease_client|$ROOT/scripts/cluster.sh stop $cluster|$ROOT/scripts/cluster.sh start $cluster $mode|psql -X -q -d pglease_client -c \"SELECT lease.break('{resource}')\" >/dev/null"
 	PGLEASE_CONFORMANCE+=";redis|redis://127.0.0.1:56400|$redis stop $WORK/redis-single >/dev/null|$redis start $WORK/redis-single 56400 >/dev/null|redis-cli -p 56400 DEL 'pglease:lock:{resource}' >/dev/null"
 	PGLEASE_CONFORMANCE+=";redlock|redlock://$nodes|$stop3 true|$start3 true|$del3 true"
+	# ZooKeeper: break = zookeeper.sh break, zkCli.sh deleteall of the
+	# resource's folder of lock nodes (no '|' inside a command either)
+	"$zk" start "$WORK/zookeeper" 57020 >/dev/null
+	PGLEASE_CONFORMANCE+=";zookeeper|zookeeper://127.0.0.1:57020|$zk stop $WORK/zookeeper >/dev/null|$zk start $WORK/zookeeper 57020 >/dev/null|$zk break $WORK/zookeeper '{resource}'"
 	PGLEASE_CONFORMANCE="$PGLEASE_CONFORMANCE" "$ROOT/build/client/conformance_test"
 	"$redis" stop "$WORK/redis-single" >/dev/null
 	for p in 56401 56402 56403; do "$redis" stop "$WORK/redis-$p" >/dev/null; done
+	"$zk" stop "$WORK/zookeeper" >/dev/null
 }
 
 # The Redis component's own suites start their servers themselves
 run_suite "redis plumbing (real redis-server)" "$ROOT/build/client/redis_plumbing_test"
 run_suite "redis and redlock lockers (real redis-servers)" "$ROOT/build/client/redis_locker_test"
 run_suite "CLI with redis:// and redlock:// (tests/providers/cli_redis.sh)" bash "$ROOT/tests/providers/cli_redis.sh"
+run_suite "zookeeper locker (real ZooKeeper)" "$ROOT/build/client/zookeeper_locker_test"
 
 for mode in preload nopreload; do
 	cluster="$WORK/$mode"

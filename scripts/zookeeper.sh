@@ -7,6 +7,8 @@
 #   zookeeper.sh kill DIR                       SIGKILL (a crash)
 #   zookeeper.sh restart DIR                    stop, then start as before
 #   zookeeper.sh mode DIR                       print standalone, leader or follower (srvr)
+#   zookeeper.sh break DIR RESOURCE             delete RESOURCE's lock nodes under /pglease
+#                                               (a grant broken server-side; zkCli.sh deleteall)
 #
 # ENSEMBLE is the client ports of every member, comma-separated
 # (e.g. 57001,57002,57003), ID this member's 1-based position in it.  Member
@@ -153,7 +155,26 @@ mode)
 	[ -f "$dir/port" ] || die "$dir holds no server started by zookeeper.sh start"
 	four_letter "$(cat "$dir/port")" srvr | sed -n 's/^Mode: //p'
 	;;
+break)
+	[ -f "$dir/port" ] || die "$dir holds no server started by zookeeper.sh start"
+	resource="${3:-}"
+	[ -n "$resource" ] || die "break needs a resource"
+	# the provider's encoding (client/src/zookeeper/target.hpp): every byte
+	# outside [A-Za-z0-9_-] written %XX
+	encoded=""
+	export LC_ALL=C
+	for ((i = 0; i < ${#resource}; i++)); do
+		c="${resource:i:1}"
+		if [[ "$c" =~ ^[A-Za-z0-9_-]$ ]]; then
+			encoded+="$c"
+		else
+			encoded+="$(printf '%%%02X' "'$c")"
+		fi
+	done
+	/usr/share/zookeeper/bin/zkCli.sh -server "127.0.0.1:$(cat "$dir/port")" deleteall "/pglease/$encoded" \
+		>"$dir/zkcli.out" 2>&1 || { cat "$dir/zkcli.out" >&2; die "zkCli.sh deleteall /pglease/$encoded failed"; }
+	;;
 *)
-	die "unknown command '$cmd' (start, stop, kill, restart, mode)"
+	die "unknown command '$cmd' (start, stop, kill, restart, mode, break)"
 	;;
 esac

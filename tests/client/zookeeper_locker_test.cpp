@@ -3,8 +3,8 @@
 // registers it), against real ZooKeeper servers started with
 // scripts/zookeeper.sh: one standalone server on 57000 for the whole suite,
 // a three-server ensemble on 57001-57003 for the failover test.  57010 is
-// never listened on (a dead host in a URL).  Server-side deletions use the
-// package's zkCli.sh.  Never mocked, never skipped.
+// never listened on (a dead host in a URL).  Server-side deletions use
+// zookeeper.sh break (the package's zkCli.sh).  Never mocked, never skipped.
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -110,16 +110,6 @@ resource()
 	return std::string("zk-test/") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
 }
 
-// the folder of resource's lock nodes under /pglease (target.hpp's encoding)
-std::string
-folder_of(const std::string &r)
-{
-	std::string out = "/pglease/";
-	for (char c : r)
-		out += c == '/' ? std::string("%2F") : std::string(1, c);
-	return out;
-}
-
 template <class F>
 auto
 in_other_thread(F &&fn)
@@ -166,13 +156,6 @@ protected:
 		if (stopped)
 			sh(script() + " start '" + standalone + "' " + std::to_string(standalone_port) + " >/dev/null");
 	}
-	// zk_cli -- one zkCli.sh command against the standalone server
-	static bool zk_cli(const std::string &command)
-	{
-		return sh("/usr/share/zookeeper/bin/zkCli.sh -server 127.0.0.1:" + std::to_string(standalone_port) +
-		          " " + command + " >/dev/null 2>&1");
-	}
-
 	static inline ServerDirs *dirs = nullptr;
 	static inline std::string standalone;
 	static inline bool started = false;
@@ -305,7 +288,7 @@ TEST_F(ZookeeperLocker, NodeDeletedServerSideFiresOnLostOnce)
 	ASSERT_TRUE(lease) << lease.error();
 	std::atomic<int> calls{0};
 	lease->on_lost([&](const pglease::Error &) { calls++; });
-	ASSERT_TRUE(zk_cli("deleteall '" + folder_of(r) + "'"));
+	ASSERT_TRUE(sh(script() + " break '" + standalone + "' '" + r + "'")) << "zookeeper.sh break";
 	EXPECT_TRUE(eventually([&] { return calls.load() > 0; }, 3s)) << "on_lost not called";
 	std::this_thread::sleep_for(600ms);
 	EXPECT_EQ(calls.load(), 1);
