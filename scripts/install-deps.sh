@@ -8,6 +8,7 @@ packages=(
 	libpq-dev make gcc g++ cmake pkg-config libpqxx-dev libgtest-dev pgbouncer
 	redis-server libhiredis-dev
 	etcd-server etcd-client libcurl4-openssl-dev nlohmann-json3-dev curl
+	zookeeper libzookeeper-mt-dev default-jre-headless
 )
 
 # Debian's redis-server package starts a system service on 6379 when it is
@@ -33,6 +34,22 @@ stop_system_etcd() {
 		$sudo service etcd stop >/dev/null 2>&1 || true
 		$sudo update-rc.d etcd disable >/dev/null 2>&1 || true
 	fi
+}
+
+# Debian's zookeeper package ships an init script (zookeeper-server is the
+# separate package that runs it); stop and disable it if one is running, as
+# for Redis: tests start their own servers (scripts/zookeeper.sh).
+stop_system_zookeeper() {
+	local svc
+	for svc in zookeeper zookeeperd; do
+		[ -e "/etc/init.d/$svc" ] || [ -e "/lib/systemd/system/$svc.service" ] || continue
+		if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+			$sudo systemctl disable --now "$svc" >/dev/null 2>&1 || true
+		else
+			$sudo service "$svc" stop >/dev/null 2>&1 || true
+			$sudo update-rc.d "$svc" disable >/dev/null 2>&1 || true
+		fi
+	done
 }
 
 missing=()
@@ -63,3 +80,4 @@ $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 stop_system_redis
 stop_system_etcd
+stop_system_zookeeper

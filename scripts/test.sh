@@ -25,6 +25,9 @@ cleanup() {
 	for d in "$WORK"/etcd-*/; do
 		[ -d "$d" ] && "$ROOT/scripts/etcd.sh" kill "$d" >/dev/null 2>&1 || true
 	done
+	for d in "$WORK"/zookeeper*/; do
+		[ -d "$d" ] && "$ROOT/scripts/zookeeper.sh" kill "$d" >/dev/null 2>&1 || true
+	done
 	for d in "$WORK"/*/; do
 		[ -d "$d/data" ] && "$ROOT/scripts/cluster.sh" stop "$d" immediate || true
 	done
@@ -69,10 +72,10 @@ show_diffs() {
 }
 
 # conformance -- the provider conformance suite against PostgreSQL (this
-# mode's cluster), one Redis server, three independent ones for Redlock, and
-# one etcd member
+# mode's cluster), one Redis server, three independent ones for Redlock,
+# one etcd member and one standalone ZooKeeper server
 conformance() {
-	local redis="$ROOT/scripts/redis.sh" nodes="" stop3="" start3="" del3="" p
+	local redis="$ROOT/scripts/redis.sh" zk="$ROOT/scripts/zookeeper.sh" nodes="" stop3="" start3="" del3="" p
 	"$redis" start "$WORK/redis-single" 56400 >/dev/null
 	for p in 56401 56402 56403; do
 		"$redis" start "$WORK/redis-$p" "$p" >/dev/null
@@ -89,10 +92,15 @@ conformance() {
 	local etcd="$ROOT/scripts/etcd.sh"
 	"$etcd" start "$WORK/etcd-single" 56520 >/dev/null
 	PGLEASE_CONFORMANCE+=";etcd|etcd://127.0.0.1:56520|$etcd stop $WORK/etcd-single >/dev/null|$etcd start $WORK/etcd-single 56520 >/dev/null|ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:56520 del --prefix 'pglease/lock/{resource}/' >/dev/null"
+	# ZooKeeper: break = zookeeper.sh break, zkCli.sh deleteall of the
+	# resource's folder of lock nodes (no '|' inside a command either)
+	"$zk" start "$WORK/zookeeper" 57020 >/dev/null
+	PGLEASE_CONFORMANCE+=";zookeeper|zookeeper://127.0.0.1:57020|$zk stop $WORK/zookeeper >/dev/null|$zk start $WORK/zookeeper 57020 >/dev/null|$zk break $WORK/zookeeper '{resource}'"
 	PGLEASE_CONFORMANCE="$PGLEASE_CONFORMANCE" "$ROOT/build/client/conformance_test"
 	"$redis" stop "$WORK/redis-single" >/dev/null
 	for p in 56401 56402 56403; do "$redis" stop "$WORK/redis-$p" >/dev/null; done
 	"$etcd" stop "$WORK/etcd-single" >/dev/null
+	"$zk" stop "$WORK/zookeeper" >/dev/null
 }
 
 # The Redis component's own suites start their servers themselves
@@ -100,18 +108,22 @@ run_suite "redis plumbing (real redis-server)" "$ROOT/build/client/redis_plumbin
 run_suite "redis and redlock lockers (real redis-servers)" "$ROOT/build/client/redis_locker_test"
 run_suite "etcd locker (real etcd)" "$ROOT/build/client/etcd_locker_test"
 run_suite "CLI with redis:// and redlock:// (tests/providers/cli_redis.sh)" bash "$ROOT/tests/providers/cli_redis.sh"
+run_suite "zookeeper locker (real ZooKeeper)" "$ROOT/build/client/zookeeper_locker_test"
 
-# cli_with SCRIPT NAME URL DIR PORT -- tests/providers/cli_lease.sh on a server
+# cli_with SCRIPT NAME URL DIR PORT [run-only] -- tests/providers/cli_lease.sh on a server
 # of its own, started and stopped with scripts/SCRIPT
 cli_with() {
-	local script="$ROOT/scripts/$1" name="$2" url="$3" dir="$4" port="$5" rc=0
+	local script="$ROOT/scripts/$1" name="$2" url="$3" dir="$4" port="$5" mode="${6:-tokens}" rc=0
 	"$script" start "$dir" "$port" >/dev/null
-	bash "$ROOT/tests/providers/cli_lease.sh" "$name" "$url" "$script start $dir $port" "$script stop $dir" || rc=$?
+	bash "$ROOT/tests/providers/cli_lease.sh" "$name" "$url" "$script start $dir $port" "$script stop $dir" \
+		"$mode" || rc=$?
 	"$script" stop "$dir" >/dev/null 2>&1 || true
 	return "$rc"
 }
 run_suite "CLI with etcd:// (tests/providers/cli_lease.sh)" \
 	cli_with etcd.sh etcd etcd://127.0.0.1:56540 "$WORK/etcd-cli" 56540
+run_suite "CLI with zookeeper:// (tests/providers/cli_lease.sh)" \
+	cli_with zookeeper.sh zookeeper zookeeper://127.0.0.1:57030 "$WORK/zookeeper-cli" 57030 run-only
 
 for mode in preload nopreload; do
 	cluster="$WORK/$mode"

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -338,11 +339,17 @@ cmd_acquire(const std::string &dsn, const Args &args)
 	auto locker = locker_for(dsn, exit_code);
 	if (!locker)
 		return exit_code;
-	// the token is all a later renew/release gets: it must name the grant
+	// the token is all a later renew/release gets: it must name the grant, and
+	// the grant must outlive this process.  A provider that cannot release by
+	// token (Redlock, memory, ZooKeeper: its grant is its session's) answers
+	// the probe with invalid_argument; one that can answers false.
 	auto caps = locker->capabilities();
-	if (!caps.distributed || !caps.fencing_token)
-		return usage_error("acquire needs a provider whose grants outlive this process and have tokens (" +
-		                   std::string{locker->provider()} + " does not): use pglease run");
+	auto probe = locker->release(resource, std::numeric_limits<std::int64_t>::max());
+	if (!caps.distributed || !caps.fencing_token ||
+	    (!probe && probe.error().code == pglease::Errc::invalid_argument))
+		return usage_error("acquire needs a provider whose grants outlive this process and can be renewed "
+		                   "and released by token (" +
+		                   std::string{locker->provider()} + " cannot): use pglease run");
 	pglease::LeaseOptions options;
 	options.ttl = *ttl;
 	options.wait = *wait;

@@ -49,6 +49,7 @@ constexpr std::size_t max_emitted_lines = 20;
 constexpr int redis_port = 56390;
 constexpr int redlock_ports[] = {56391, 56392, 56393};
 constexpr int etcd_port = 56530;
+constexpr int zookeeper_port = 57040;
 
 std::vector<std::string>
 split(const std::string &text, char separator)
@@ -167,9 +168,25 @@ protected:
 	static std::string redis_error_;
 	static std::string etcd_dir_;
 	static std::string etcd_error_;
+	static std::string zookeeper_dir_;
+	static std::string zookeeper_error_;
 
 	static std::string redis_script() { return std::string{PGLEASE_SOURCE_DIR} + "/scripts/redis.sh"; }
 	static std::string etcd_script() { return std::string{PGLEASE_SOURCE_DIR} + "/scripts/etcd.sh"; }
+	static std::string zookeeper_script() { return std::string{PGLEASE_SOURCE_DIR} + "/scripts/zookeeper.sh"; }
+
+	static void start_zookeeper()
+	{
+		if (!ADVISE_EMIT_ZOOKEEPER)
+			return;
+		const std::string data = scratch_ + "/zookeeper";
+		const ShellRun started = run_shell(shell_quoted(zookeeper_script()) + " start " + shell_quoted(data) +
+		                                   " " + std::to_string(zookeeper_port));
+		if (started.status != 0)
+			zookeeper_error_ = "zookeeper.sh start on port " + std::to_string(zookeeper_port) + ": " + started.output;
+		else
+			zookeeper_dir_ = data;
+	}
 
 	static void start_etcd()
 	{
@@ -191,6 +208,7 @@ protected:
 			return;
 		scratch_ = dir;
 		start_etcd();
+		start_zookeeper();
 		if (!ADVISE_EMIT_REDIS)
 			return;
 		std::vector<int> ports{redis_port};
@@ -215,6 +233,9 @@ protected:
 		if (!etcd_dir_.empty())
 			(void)run_shell(shell_quoted(etcd_script()) + " stop " + shell_quoted(etcd_dir_));
 		etcd_dir_.clear();
+		if (!zookeeper_dir_.empty())
+			(void)run_shell(shell_quoted(zookeeper_script()) + " stop " + shell_quoted(zookeeper_dir_));
+		zookeeper_dir_.clear();
 		if (!scratch_.empty())
 			(void)run_shell("rm -rf " + shell_quoted(scratch_));
 	}
@@ -314,6 +335,14 @@ protected:
 			FAIL() << redis_error_;
 	}
 
+	void require_zookeeper()
+	{
+		if (!ADVISE_EMIT_ZOOKEEPER)
+			GTEST_SKIP() << "built with PGLEASE_WITH_ZOOKEEPER=OFF: no ZooKeeper provider to link";
+		if (!zookeeper_error_.empty())
+			FAIL() << zookeeper_error_;
+	}
+
 	void require_etcd()
 	{
 		if (!ADVISE_EMIT_ETCD)
@@ -328,6 +357,8 @@ std::vector<std::string> AdviseEmit::redis_dirs_;
 std::string AdviseEmit::redis_error_;
 std::string AdviseEmit::etcd_dir_;
 std::string AdviseEmit::etcd_error_;
+std::string AdviseEmit::zookeeper_dir_;
+std::string AdviseEmit::zookeeper_error_;
 
 std::string
 redlock_url()
@@ -378,6 +409,13 @@ TEST_F(AdviseEmit, etcd_program_compiles_runs_and_holds_the_lease)
 	require_etcd();
 	check_emitted_program({"etcd_lease", job(2s, {"etcd"}), "etcd/Lease", pglease::cli::emit_etcd_url,
 	                       "etcd://127.0.0.1:" + std::to_string(etcd_port)});
+}
+
+TEST_F(AdviseEmit, zookeeper_program_compiles_runs_and_holds_the_lease)
+{
+	require_zookeeper();
+	check_emitted_program({"zookeeper_ephemeral", job(2s, {"zookeeper"}), "ZooKeeper/Ephemeral",
+	                       pglease::cli::emit_zookeeper_url, "zookeeper://127.0.0.1:" + std::to_string(zookeeper_port)});
 }
 
 } // namespace

@@ -5,7 +5,8 @@
 //   name|url|stop command|start command|break command   (entries joined by ';')
 // The commands are shell commands; in the break command {resource} stands for
 // the resource whose grant is to disappear server-side (PostgreSQL
-// lease.break, Redis DEL of the key).  memory: is always added and needs no
+// lease.break, Redis DEL of the key, ZooKeeper deleteall of the resource's
+// folder of lock nodes).  memory: is always added and needs no
 // server (its "break" is the lock space's own).  Without PGLEASE_CONFORMANCE
 // the suite fails and says how to run it.  A capability a provider lacks is
 // asserted as documented, never skipped.
@@ -139,7 +140,7 @@ documented(const std::string &name)
 		c.distributed = c.fencing_token = true;
 	} else if (name == "redlock") {
 		c.distributed = c.survives_failover = true;
-	} else if (name == "etcd") {
+	} else if (name == "etcd" || name == "zookeeper") {
 		c.distributed = c.fencing_token = c.fifo_wait = c.ephemeral = c.durable = c.survives_failover = true;
 	}
 	return c;
@@ -351,11 +352,11 @@ TEST(ConformanceSetup, EveryServerProviderIsNamed)
 {
 	const char *env = std::getenv("PGLEASE_CONFORMANCE");
 	ASSERT_NE(env, nullptr) << "PGLEASE_CONFORMANCE is not set: run this suite through 'make test' "
-	                           "(scripts/test.sh starts PostgreSQL and Redis and names them)";
+	                           "(scripts/test.sh starts PostgreSQL, Redis and ZooKeeper and names them)";
 	std::vector<std::string> names;
 	for (const auto &p : providers_from_env())
 		names.push_back(p.name);
-	for (const char *want : {"postgres", "redis", "redlock", "etcd"})
+	for (const char *want : {"postgres", "redis", "redlock", "etcd", "zookeeper"})
 		EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " missing";
 	for (const auto &entry : malformed_entries)
 		ADD_FAILURE() << "malformed PGLEASE_CONFORMANCE entry (want name|url|stop|start|break): " << entry;

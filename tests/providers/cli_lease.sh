@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# cli_lease.sh NAME URL START-CMD STOP-CMD -- `pglease run/acquire/renew/release
+# cli_lease.sh NAME URL START-CMD STOP-CMD [run-only] -- `pglease run/acquire/renew/release
 # --dsn URL` for a provider with fencing tokens, against its real server
 # (already started; START-CMD and STOP-CMD restart and stop it): the command
 # gets PGLEASE_TOKEN and tokens strictly increase across runs, a held
 # resource exits 75 after --wait, a lease lost because the server stopped
-# exits 76, renew/release by token work and a second release exits 76.
+# exits 76, renew/release by token work and a second release exits 76.  With
+# run-only (a provider whose grant is its session's, ZooKeeper), acquire must
+# be refused as a usage error (64) instead: its grant would end with it.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/tests/lib/checks.sh"
-NAME="$1" URL="$2" START="$3" STOP="$4"
+NAME="$1" URL="$2" START="$3" STOP="$4" MODE="${5:-tokens}"
 PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
 [ -x "$PGLEASE" ] || { echo "not ok - cli_lease $NAME: no $PGLEASE (make client)"; exit 1; }
 R="cli/$NAME/$$"
@@ -37,6 +39,11 @@ expect "${NAME}_run_lost_when_server_stops_exits_76" "exit $rc after $took ms" '
 wait
 eval "$START" >/dev/null
 
+if [ "$MODE" = run-only ]; then
+	rc=0; "$PGLEASE" acquire --dsn "$URL" --resource "$R/tok" --ttl 10s >/dev/null 2>&1 || rc=$?
+	expect "${NAME}_acquire_by_token_refused_64" "exit $rc" '[ "$rc" -eq 64 ]'
+	finish
+fi
 token="$("$PGLEASE" acquire --dsn "$URL" --resource "$R/tok" --ttl 10s --wait 10s)"
 expect "${NAME}_acquire_prints_token" "printed '$token'" '[ "$token" -gt 0 ]'
 rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --ttl 10s || rc=$?

@@ -1,0 +1,420 @@
+// zookeeper/locker.cpp -- the zookeeper:// provider: leases on a ZooKeeper
+// ensemble (or one server).
+//
+// Recipe: "Locks" of the ZooKeeper recipes page
+// (https://zookeeper.apache.org/doc/current/recipes.html#sc_recipes_Locks),
+// with Curator's "protection" against lost create replies
+// (InterProcessMutex / CreateBuilder.withProtection):
+// - each acquire creates an EPHEMERAL|SEQUENTIAL node
+//   <root>/<resource>/_c_<guid>-lock-<sequence>, its data the holder label;
+//   <root> is the URL's chroot or /pglease, <resource> the resource encoded
+//   into one path component (target.hpp: every byte outside [A-Za-z0-9_-]
+//   becomes %XX), a container node the server removes once empty;
+// - the lowest sequence holds; a waiter sets an exists watch on its
+//   predecessor only (no herd) and looks again when it fires;
+// - a create whose reply was lost (connection loss) is found again after the
+//   reconnect by the GUID in its name, never created twice;
+// - a waiter whose wait ends, or whose acquire fails, deletes its node.
+//
+// Token: the lock node's czxid (from the Stat of zoo_create2), the zxid of
+// the transaction that created it.  zxids are totally ordered over the
+// ensemble's whole history (epoch in the high 32 bits), so a later grant of
+// the same resource always has a higher token, across leader elections and
+// restarts, as long as the ensemble keeps its data.
+//
+// Sessions: one ZooKeeper session per lease, its timeout the lease's TTL,
+// so the TTL is exact.  The server clamps a session timeout into
+// [minSessionTimeout, maxSessionTimeout], by default [2, 20] x tickTime;
+// zoo_recv_timeout says what it granted.  A TTL above the maximum is refused
+// (Errc::invalid_argument: the session could expire before the lease's local
+// deadline); one below the minimum is accepted, the session then outlives a
+// crashed holder by the difference.  The C client's own heartbeat keeps the
+// session; Grant::renew checks it: expired -> false (lost at once),
+// disconnected (Curator's SUSPENDED) -> Errc::unavailable, so the lease is
+// lost when its local deadline passes without a reconnect; else the node must
+// still exist with our czxid and session.  A grant not renewed by its local
+// deadline closes its session itself (its watchdog), so an unrenewed lease
+// ends server-side when it ends locally, as with the other providers.
+// Release deletes the node and closes the session.
+#include <algorithm>
+#include <optional>
+#include <condition_variable>
+#include <random>
+#include <thread>
+
+#include "detail/provider.hpp"
+#include "zookeeper/component.hpp"
+#include "zookeeper/session.hpp"
+#include "zookeeper/target.hpp"
+
+namespace pglease::detail {
+
+namespace {
+
+using zookeeper::error_of;
+using zookeeper::Session;
+using zookeeper::Target;
+
+constexpr std::string_view lock_marker = "-lock-";
+
+// sequence_of -- the sequence ZooKeeper appended to a lock node's name, or -1
+// for a node that is not one of this recipe's
+long long
+sequence_of(const std::string &name)
+{
+	auto at = name.rfind(lock_marker);
+	if (name.compare(0, 3, "_c_") != 0 || at == std::string::npos)
+		return -1;
+	auto digits = name.substr(at + lock_marker.size());
+	if (digits.size() != 10 ||
+	    !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+		return -1;
+	return std::stoll(digits);
+}
+
+// lock_nodes_in_order -- this recipe's nodes among children, lowest sequence first
+std::vector<std::string>
+lock_nodes_in_order(std::vector<std::string> children)
+{
+	children.erase(std::remove_if(children.begin(), children.end(),
+	                              [](const std::string &n) { return sequence_of(n) < 0; }),
+	               children.end());
+	std::sort(children.begin(), children.end(),
+	          [](const std::string &a, const std::string &b) { return sequence_of(a) < sequence_of(b); });
+	return children;
+}
+
+// protection_prefix -- "_c_<guid>-lock-": a name this acquire alone can have
+std::string
+protection_prefix()
+{
+	static thread_local std::mt19937_64 rng{
+	    std::random_device{}() ^ static_cast<std::uint64_t>(Clock::now().time_since_epoch().count())};
+	static const char hex[] = "0123456789abcdef";
+	std::string guid;
+	for (int i = 0; i < 32; i++)
+		guid += hex[rng() & 15];
+	return "_c_" + guid + std::string{lock_marker};
+}
+
+// retryable -- an error after which the session may come back
+bool
+retryable(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+}
+
+// ZookeeperGrant -- one lease: its session and its lock node
+class ZookeeperGrant final : public Grant {
+public:
+	ZookeeperGrant(std::unique_ptr<Session> session, std::string node, std::int64_t token,
+	               Clock::time_point deadline)
+	    : session_(std::move(session)), node_(std::move(node)), token_(token), deadline_(deadline)
+	{
+		watchdog_ = std::thread([this] { close_at_deadline(); });
+	}
+	~ZookeeperGrant() override
+	{
+		{
+			std::lock_guard<std::mutex> lk(mu_);
+			stopping_ = true;
+		}
+		cv_.notify_all();
+		watchdog_.join();
+		session_->close();
+	}
+	ZookeeperGrant(const ZookeeperGrant &) = delete;
+	ZookeeperGrant &operator=(const ZookeeperGrant &) = delete;
+
+	Result<bool> renew(milliseconds ttl) noexcept override
+	{
+		try {
+			std::lock_guard<std::mutex> lk(mu_);
+			auto sent = Clock::now();
+			if (session_->closed() || session_->expired())
+				return false; // SESSION_EXPIRED: the node is gone
+			if (!session_->connected())
+				return Error{Errc::unavailable, "",
+				             "zookeeper " + session_->hosts() +
+				                 ": disconnected, the session is not confirmed"};
+			Stat stat{};
+			int rc = zoo_exists(session_->handle(), node_.c_str(), 0, &stat);
+			if (rc == ZNONODE || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE)
+				return false;
+			if (rc != ZOK)
+				return error_of(rc, session_->hosts(), "exists " + node_);
+			if (stat.czxid != token_ || stat.ephemeralOwner != session_->id())
+				return false; // not our node any more
+			deadline_ = sent + ttl;
+			return true;
+		} catch (...) {
+			return Error{Errc::internal, "", "out of memory"};
+		}
+	}
+
+	Result<bool> release() noexcept override
+	{
+		try {
+			std::lock_guard<std::mutex> lk(mu_);
+			if (session_->closed() || session_->expired()) {
+				session_->close();
+				return false;
+			}
+			if (!session_->connected()) {
+				session_->close();
+				return Error{Errc::unavailable, "",
+				             "zookeeper " + session_->hosts() + ": disconnected at release; the node " +
+				                 node_ + " goes when its session expires"};
+			}
+			int rc = zoo_delete(session_->handle(), node_.c_str(), -1);
+			session_->close();
+			if (rc == ZOK)
+				return true;
+			if (rc == ZNONODE || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE)
+				return false;
+			return error_of(rc, session_->hosts(), "delete " + node_);
+		} catch (...) {
+			session_->close();
+			return Error{Errc::internal, "", "out of memory"};
+		}
+	}
+
+private:
+	// close_at_deadline -- the watchdog: a lease not renewed by its local
+	// deadline ends server-side too (closing the session deletes the node)
+	void close_at_deadline() noexcept
+	{
+		std::unique_lock<std::mutex> lk(mu_);
+		while (!stopping_) {
+			if (Clock::now() >= deadline_) {
+				session_->close();
+				return;
+			}
+			cv_.wait_until(lk, deadline_);
+		}
+	}
+
+	std::unique_ptr<Session> session_;
+	const std::string node_;
+	const std::int64_t token_;
+	std::mutex mu_; // guards deadline_, stopping_ and every use of the session
+	std::condition_variable cv_;
+	Clock::time_point deadline_;
+	bool stopping_ = false;
+	std::thread watchdog_;
+};
+
+// ZookeeperLocker -- each acquire opens a session and queues a lock node
+class ZookeeperLocker final : public LockerBase {
+public:
+	ZookeeperLocker(Target target, ClientOptions options) noexcept
+	    : target_(std::move(target)), options_(options)
+	{
+	}
+
+	Capabilities capabilities() const noexcept override
+	{
+		Capabilities c;
+		c.distributed = true;
+		c.fencing_token = true;     // czxid
+		c.fifo_wait = true;         // sequence order
+		c.ephemeral = true;         // ends with the session
+		c.durable = true;           // the node is in the replicated, fsynced log
+		c.survives_failover = true; // a quorum keeps node and session
+		return c;
+	}
+	std::string_view provider() const noexcept override { return "ZooKeeper"; }
+
+	using LockerBase::constructed;
+
+protected:
+	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
+	                      const std::string &holder) noexcept override
+	{
+		if (options.strategy == Strategy::advisory)
+			return Error{Errc::invalid_argument, "",
+			             "the ZooKeeper provider has no advisory locks (Strategy::lease or ephemeral: "
+			             "every ZooKeeper grant ends with its session)"};
+		try {
+			return take(resource, options, holder);
+		} catch (const std::exception &e) {
+			return Error{Errc::internal, "", e.what()};
+		} catch (...) {
+			return Error{Errc::internal, "", "unknown exception"};
+		}
+	}
+
+private:
+	struct LockNode {
+		std::string name;
+		std::int64_t czxid = 0;
+	};
+
+	// ensure_folder -- the resource's container node, and its persistent ancestors
+	Result<void> ensure_folder(Session &s, const std::string &folder)
+	{
+		int rc = zoo_create(s.handle(), folder.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
+		                    nullptr, 0);
+		if (rc == ZOK || rc == ZNODEEXISTS)
+			return {};
+		if (rc != ZNONODE)
+			return error_of(rc, s.hosts(), "create " + folder);
+		for (auto at = folder.find('/', 1); at != std::string::npos; at = folder.find('/', at + 1)) {
+			std::string ancestor = folder.substr(0, at);
+			rc = zoo_create(s.handle(), ancestor.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT,
+			                nullptr, 0);
+			if (rc != ZOK && rc != ZNODEEXISTS)
+				return error_of(rc, s.hosts(), "create " + ancestor);
+		}
+		rc = zoo_create(s.handle(), folder.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, nullptr,
+		                0);
+		if (rc != ZOK && rc != ZNODEEXISTS)
+			return error_of(rc, s.hosts(), "create " + folder);
+		return {};
+	}
+
+	// find_protected -- our node after a lost create reply, by its GUID prefix
+	Result<std::optional<LockNode>> find_protected(Session &s, const std::string &folder,
+	                                               const std::string &prefix)
+	{
+		auto children = zookeeper::children_of(s, folder);
+		if (!children)
+			return children.error();
+		for (const auto &name : *children) {
+			if (name.compare(0, prefix.size(), prefix) != 0)
+				continue;
+			Stat stat{};
+			int rc = zoo_exists(s.handle(), (folder + "/" + name).c_str(), 0, &stat);
+			if (rc != ZOK)
+				return error_of(rc, s.hosts(), "exists " + folder + "/" + name);
+			return std::optional<LockNode>{LockNode{name, stat.czxid}};
+		}
+		return std::optional<LockNode>{};
+	}
+
+	// create_lock_node -- the EPHEMERAL|SEQUENTIAL node, created exactly once
+	Result<LockNode> create_lock_node(Session &s, const std::string &folder, const std::string &holder)
+	{
+		const std::string prefix = protection_prefix();
+		const std::string path = folder + "/" + prefix;
+		Error last{Errc::unavailable, "", "zookeeper " + s.hosts() + ": could not create the lock node"};
+		for (int attempt = 0; attempt < 4; attempt++) {
+			std::vector<char> created(path.size() + 32);
+			Stat stat{};
+			int rc = zoo_create2(s.handle(), path.c_str(), holder.data(), static_cast<int>(holder.size()),
+			                     &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created.data(),
+			                     static_cast<int>(created.size()), &stat);
+			if (rc == ZOK) {
+				std::string full{created.data()};
+				return LockNode{full.substr(full.rfind('/') + 1), stat.czxid};
+			}
+			last = error_of(rc, s.hosts(), "create " + path);
+			if (rc == ZNONODE) { // the empty container was reaped meanwhile
+				if (auto made = ensure_folder(s, folder); !made)
+					return made.error();
+				continue;
+			}
+			if (!retryable(rc))
+				return last;
+			// the reply was lost: the node may exist; find it after the reconnect
+			if (!s.wait_connected(Clock::now() + options_.connect_timeout))
+				return last;
+			auto found = find_protected(s, folder, prefix);
+			if (!found)
+				return found.error();
+			if (*found)
+				return **found;
+		}
+		return last;
+	}
+
+	// take -- create our node, then wait until it is the lowest
+	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
+	{
+		const auto give_up = Clock::now() + options.wait;
+		auto opened = Session::open(target_.hosts, options.ttl, options_.connect_timeout);
+		if (!opened)
+			return opened.error();
+		std::unique_ptr<Session> session = std::move(*opened);
+		if (session->negotiated() < options.ttl)
+			return Error{Errc::invalid_argument, "22023",
+			             "zookeeper " + target_.hosts + ": the servers grant sessions of at most " +
+			                 format_duration(session->negotiated()) +
+			                 " (maxSessionTimeout, by default 20 x "
+			                 "tickTime); ask for a ttl of at most that"};
+		const std::string folder = target_.root + "/" + zookeeper::encode_resource(resource);
+		if (auto made = ensure_folder(*session, folder); !made)
+			return made.error();
+		auto mine = create_lock_node(*session, folder, holder);
+		if (!mine)
+			return mine.error();
+		const std::string my_path = folder + "/" + mine->name;
+
+		for (;;) {
+			auto seen = session->generation();
+			auto checked = Clock::now();
+			auto children = zookeeper::children_of(*session, folder);
+			if (!children) {
+				if (children.error().code == Errc::unavailable && !session->expired() &&
+				    session->wait_connected(std::max(give_up, Clock::now() + options_.connect_timeout)))
+					continue; // reconnected (to another server): look again
+				return children.error();
+			}
+			auto queue = lock_nodes_in_order(std::move(*children));
+			auto at = std::find(queue.begin(), queue.end(), mine->name);
+			if (at == queue.end())
+				return Error{Errc::unavailable, "",
+				             "zookeeper " + target_.hosts + ": the lock node " + my_path +
+				                 " was deleted while waiting"};
+			if (at == queue.begin()) {
+				Granted g;
+				g.token = mine->czxid;
+				g.deadline = checked + options.ttl;
+				g.grant =
+				    std::make_unique<ZookeeperGrant>(std::move(session), my_path, mine->czxid, g.deadline);
+				return g;
+			}
+			if (Clock::now() >= give_up) {
+				(void)zoo_delete(session->handle(), my_path.c_str(), -1);
+				return Error{Errc::timeout, "",
+				             "lease \"" + std::string{resource} + "\" not granted within " +
+				                 format_duration(options.wait)};
+			}
+			// watch the predecessor only; its deletion (or any session event) wakes us
+			const std::string predecessor = folder + "/" + *std::prev(at);
+			Stat stat{};
+			int rc =
+			    zoo_wexists(session->handle(), predecessor.c_str(), &Session::on_event, session.get(), &stat);
+			if (rc == ZNONODE)
+				continue;
+			if (rc != ZOK && !retryable(rc))
+				return error_of(rc, target_.hosts, "exists " + predecessor);
+			(void)session->wait_event(seen, give_up);
+		}
+	}
+
+	Target target_;
+	ClientOptions options_;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Locker>>
+connect_zookeeper(std::string_view url, const ClientOptions &options) noexcept
+{
+	try {
+		auto target = zookeeper::parse_url(url);
+		if (!target)
+			return target.error();
+		auto locker = std::make_unique<ZookeeperLocker>(std::move(*target), options);
+		if (auto ok = locker->constructed(); !ok)
+			return ok.error();
+		return std::unique_ptr<Locker>{std::move(locker)};
+	} catch (const std::exception &e) {
+		return Error{Errc::internal, "", e.what()};
+	} catch (...) {
+		return Error{Errc::internal, "", "unknown exception"};
+	}
+}
+
+} // namespace pglease::detail

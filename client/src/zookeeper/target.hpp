@@ -1,0 +1,36 @@
+// zookeeper/target.hpp -- where the ZooKeeper provider connects and where its
+// lock nodes live: a zookeeper:// URL (DESIGN.md §6b), and the one path
+// component a resource name becomes.
+//
+// zookeeper://h1:p1[,h2:p2...][/chroot]
+// - a port is required and must be 1-65535, a host must not be empty
+//   (IPv6 literals, credentials, query strings: refused, not ignored);
+// - /chroot is the parent of every resource's lock folder and defaults to
+//   /pglease; it must be an absolute ZooKeeper path without empty, "." or
+//   ".." components.  It is prefixed by this provider, not handed to the C
+//   client as its chroot, so that missing ancestors can be created.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "pglease/result.hpp"
+
+namespace pglease::detail::zookeeper {
+
+struct Target {
+	std::string hosts; ///< "h1:p1,h2:p2", as zookeeper_init takes it
+	std::string root;  ///< "/pglease" or the URL's chroot
+};
+
+/// Parse zookeeper://h1:p1[,h2:p2...][/chroot]; Errc::invalid_argument with
+/// what is wrong otherwise.
+[[nodiscard]] Result<Target> parse_url(std::string_view url) noexcept;
+
+/// The resource as one path component: every byte outside [A-Za-z0-9_-] is
+/// written %XX (upper-case hex), so '/' cannot nest, "." and ".." cannot
+/// occur, and no control or non-ASCII byte reaches the server.  "a/b.c"
+/// becomes "a%2Fb%2Ec".  Injective, so two resources never share a folder.
+[[nodiscard]] std::string encode_resource(std::string_view resource);
+
+} // namespace pglease::detail::zookeeper
