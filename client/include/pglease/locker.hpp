@@ -56,9 +56,9 @@ public:
 /// (PostgreSQL, a pglease::Client), `memory:` or `memory:NAME` (this
 /// process), and the providers whose component is linked in
 /// (`redis://host:port[/db]`, `redlock://h1:p1,h2:p2,h3:p3`,
-/// `etcd://h1:p1[,h2:p2,...]`).  A malformed or
-/// unknown URL, or a provider not linked in, is Errc::invalid_argument with a
-/// message naming the problem.
+/// `etcd://h1:p1[,h2:p2,...]`, `zookeeper://h1:p1[,h2:p2,...][/chroot]`).
+/// A malformed or unknown URL, or a provider not linked in, is
+/// Errc::invalid_argument with a message naming the problem.
 Result<std::unique_ptr<Locker>> connect(std::string_view url, ClientOptions options = {}) noexcept;
 
 } // namespace pglease
