@@ -110,9 +110,11 @@ protected:
 	~LockerBase() override;
 
 	/// Take the resource within options.wait (Errc::timeout if not granted);
-	/// holder is options.holder or a fresh label of this locker.
+	/// holder is options.holder or a fresh label of this locker.  May throw:
+	/// acquire() turns an exception into Errc::internal, in one place for
+	/// every provider.
 	virtual Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
-	                              const std::string &holder) noexcept = 0;
+	                              const std::string &holder) = 0;
 	/// The clock-drift allowance subtracted from each renewal's deadline.
 	[[nodiscard]] virtual milliseconds drift(milliseconds ttl) const noexcept;
 

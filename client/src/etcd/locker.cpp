@@ -360,19 +360,13 @@ public:
 
 protected:
 	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
-	                      const std::string &holder) noexcept override
+	                      const std::string &holder) override
 	{
 		if (options.strategy == Strategy::advisory)
 			return Error{
 			    Errc::invalid_argument, "",
 			    "the etcd provider offers Strategy::lease and ephemeral (an etcd lease), no advisory locks"};
-		try {
-			return take(resource, options, holder);
-		} catch (const std::exception &e) {
-			return Error{Errc::internal, "", e.what()};
-		} catch (...) {
-			return Error{Errc::internal, "", "unknown exception"};
-		}
+		return take(resource, options, holder); // acquire() turns a throw into Errc::internal
 	}
 
 private:

@@ -179,18 +179,12 @@ protected:
 	milliseconds drift(milliseconds ttl) const noexcept override { return drift_of(ttl); }
 
 	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
-	                      const std::string &holder) noexcept override
+	                      const std::string &holder) override
 	{
 		if (options.strategy != Strategy::lease || options.session_bound)
 			return Error{Errc::invalid_argument, "",
 			             "the Redlock provider offers Strategy::lease only (no sessions, no advisory locks)"};
-		try {
-			return take(resource, options, holder);
-		} catch (const std::exception &e) {
-			return Error{Errc::internal, "", e.what()};
-		} catch (...) {
-			return Error{Errc::internal, "", "unknown exception"};
-		}
+		return take(resource, options, holder); // acquire() turns a throw into Errc::internal
 	}
 
 private:
