@@ -488,7 +488,8 @@ emit_consensus_cpp(const Advice &advice, const AdviseInput &input)
 {
 	const std::string resource = cpp_literal(input.resource);
 	const bool zookeeper = advice.provider == "ZooKeeper";
-	std::string cpp = "// " + advice.provider + " lock on " + resource + ": TTL " + format_duration(advice.ttl) +
+	std::string cpp = "// " + advice.provider + " lock on " + resource + ": TTL " +
+	                  format_duration(advice.ttl) +
 	                  (zookeeper ? " (the session timeout), kept by the session's heartbeat\n"
 	                             : " (an etcd lease), kept alive every " +
 	                                   format_duration(advice.ttl / renewals_per_ttl) + "\n") +

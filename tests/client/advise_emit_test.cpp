@@ -173,7 +173,10 @@ protected:
 
 	static std::string redis_script() { return std::string{PGLEASE_SOURCE_DIR} + "/scripts/redis.sh"; }
 	static std::string etcd_script() { return std::string{PGLEASE_SOURCE_DIR} + "/scripts/etcd.sh"; }
-	static std::string zookeeper_script() { return std::string{PGLEASE_SOURCE_DIR} + "/scripts/zookeeper.sh"; }
+	static std::string zookeeper_script()
+	{
+		return std::string{PGLEASE_SOURCE_DIR} + "/scripts/zookeeper.sh";
+	}
 
 	static void start_zookeeper()
 	{
@@ -183,7 +186,8 @@ protected:
 		const ShellRun started = run_shell(shell_quoted(zookeeper_script()) + " start " + shell_quoted(data) +
 		                                   " " + std::to_string(zookeeper_port));
 		if (started.status != 0)
-			zookeeper_error_ = "zookeeper.sh start on port " + std::to_string(zookeeper_port) + ": " + started.output;
+			zookeeper_error_ =
+			    "zookeeper.sh start on port " + std::to_string(zookeeper_port) + ": " + started.output;
 		else
 			zookeeper_dir_ = data;
 	}
@@ -193,8 +197,8 @@ protected:
 		if (!ADVISE_EMIT_ETCD)
 			return;
 		const std::string data = scratch_ + "/etcd";
-		const ShellRun started = run_shell(shell_quoted(etcd_script()) + " start " + shell_quoted(data) + " " +
-		                                   std::to_string(etcd_port));
+		const ShellRun started = run_shell(shell_quoted(etcd_script()) + " start " + shell_quoted(data) +
+		                                   " " + std::to_string(etcd_port));
 		if (started.status != 0)
 			etcd_error_ = "etcd.sh start on port " + std::to_string(etcd_port) + ": " + started.output;
 		else
@@ -415,7 +419,8 @@ TEST_F(AdviseEmit, zookeeper_program_compiles_runs_and_holds_the_lease)
 {
 	require_zookeeper();
 	check_emitted_program({"zookeeper_ephemeral", job(2s, {"zookeeper"}), "ZooKeeper/Ephemeral",
-	                       pglease::cli::emit_zookeeper_url, "zookeeper://127.0.0.1:" + std::to_string(zookeeper_port)});
+	                       pglease::cli::emit_zookeeper_url,
+	                       "zookeeper://127.0.0.1:" + std::to_string(zookeeper_port)});
 }
 
 } // namespace

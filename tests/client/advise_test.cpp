@@ -642,10 +642,12 @@ TEST(AdviseRender, emit_sql_for_zookeeper_and_etcd_is_one_comment_line_pointing_
 TEST(AdviseRender, cpp_for_etcd_and_zookeeper_connects_by_url_and_names_the_fencing_token)
 {
 	const std::string etcd = joined(emitted_lines(emitting(job(2s, {"etcd"}), "cpp")));
-	EXPECT_TRUE(Contains(etcd, "pglease::connect(\"" + std::string{pglease::cli::emit_etcd_url} + "\")")) << etcd;
+	EXPECT_TRUE(Contains(etcd, "pglease::connect(\"" + std::string{pglease::cli::emit_etcd_url} + "\")"))
+	    << etcd;
 	EXPECT_TRUE(Contains(etcd, "create revision")) << etcd;
 	const std::string zookeeper = joined(emitted_lines(emitting(job(2s, {"zookeeper"}), "cpp")));
-	EXPECT_TRUE(Contains(zookeeper, "pglease::connect(\"" + std::string{pglease::cli::emit_zookeeper_url} + "\")"))
+	EXPECT_TRUE(
+	    Contains(zookeeper, "pglease::connect(\"" + std::string{pglease::cli::emit_zookeeper_url} + "\")"))
 	    << zookeeper;
 	EXPECT_TRUE(Contains(zookeeper, "czxid")) << zookeeper;
 	for (const std::string &cpp : {etcd, zookeeper}) {

@@ -34,7 +34,7 @@ namespace {
 struct Provider {
 	std::string name;
 	std::string url;
-	std::string stop_cmd;  // empty: no server (memory)
+	std::string stop_cmd; // empty: no server (memory)
 	std::string start_cmd;
 	std::string break_cmd; // {resource} is replaced
 };

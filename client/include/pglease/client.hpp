@@ -123,7 +123,7 @@ private:
 	/// Errc::internal when construction failed, else success.
 	[[nodiscard]] Result<void> constructed() const noexcept;
 
-	std::shared_ptr<detail::PgPool> pool_;      // null when construction failed
+	std::shared_ptr<detail::PgPool> pool_;     // null when construction failed
 	std::unique_ptr<detail::PgLocker> locker_; // null when construction failed
 	std::string construction_error_;
 };

@@ -131,7 +131,8 @@ private:
 
 /// A provider linked in as a component registers its URL scheme here (from a
 /// static initializer of its library); connect() looks schemes up.
-using ProviderFactory = Result<std::unique_ptr<Locker>> (*)(std::string_view url, const ClientOptions &options);
+using ProviderFactory = Result<std::unique_ptr<Locker>> (*)(std::string_view url,
+                                                            const ClientOptions &options);
 bool register_provider(std::string_view scheme, ProviderFactory factory) noexcept;
 
 } // namespace pglease::detail

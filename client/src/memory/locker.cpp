@@ -47,8 +47,9 @@ protected:
 	                      const std::string &holder) noexcept override
 	{
 		if (options.strategy != Strategy::lease || options.session_bound)
-			return Error{Errc::invalid_argument, "",
-			             "the in-memory provider offers Strategy::lease only (no sessions, no advisory locks)"};
+			return Error{
+			    Errc::invalid_argument, "",
+			    "the in-memory provider offers Strategy::lease only (no sessions, no advisory locks)"};
 		auto sent = Clock::now();
 		Result<std::int64_t> token = space_->acquire(resource, holder, options.ttl, options.wait);
 		if (!token)
