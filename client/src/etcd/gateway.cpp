@@ -22,6 +22,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+constexpr int grpc_cancelled = 1;
 constexpr int grpc_unavailable = 14;
 
 Error
@@ -421,8 +422,11 @@ Gateway::post(std::string_view path, const Json &body, milliseconds timeout) noe
 				if (reply.grpc_code == 0)
 					reply.grpc_code = 2; // UNKNOWN
 			}
-			if (reply.grpc_code == grpc_unavailable) {
-				// no leader, or the member is stopping: another member may answer
+			if (reply.grpc_code == grpc_unavailable || reply.grpc_code == grpc_cancelled) {
+				// no leader, or the member is stopping (its gateway's own connection
+				// "is closing": CANCELLED): another member may answer.  Every
+				// request here may be sent again (reads, a put-if-absent, a
+				// keep-alive, a revoke or delete of what may be gone already).
 				failures += (failures.empty() ? "" : "; ") + ("etcd " + url + ": " + reply.message);
 				continue;
 			}
