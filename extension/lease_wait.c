@@ -356,7 +356,8 @@ lease_wait_until(TimestampTz wake_at)
  * lease_wake_set_add -- add a resource to a wake set
  *
  * When the set is full, set->all is set instead: the caller then wakes every
- * queued backend, which costs some spurious wake-ups and loses nothing.
+ * backend queued in this database, which costs some spurious wake-ups and
+ * loses nothing.
  */
 void
 lease_wake_set_add(LeaseWakeSet *set, const char *resource)

@@ -78,8 +78,8 @@ extern int	lease_poll_interval_ms;	/* GUC lease.poll_interval */
 
 /*
  * A small set of resources whose queue heads are to be woken.  When one more
- * does not fit, `all` is set instead: then every queued backend is woken,
- * which costs some spurious wake-ups and loses nothing.
+ * does not fit, `all` is set instead: then every backend queued in this
+ * database is woken, which costs some spurious wake-ups and loses nothing.
  */
 #define LEASE_MAX_WAKE_SET 16
 typedef struct LeaseWakeSet
