@@ -323,13 +323,19 @@ TEST_F(ClientTest, RenewExtendsTheLocalDeadline)
 TEST_F(ClientTest, AutoRenewKeepsLeasePastItsTtl)
 {
 	pglease::Client client{""};
+	Admin admin; // connected before: its connection time is not counted in the lease's life
 	auto r = unique_resource();
-	auto lease = client.acquire(r, opts(900ms));
+	auto lease = client.acquire(r, opts(1500ms));
 	ASSERT_TRUE(lease) << lease.error();
-	std::this_thread::sleep_for(2500ms);
-	EXPECT_TRUE(lease->valid());
-	Admin admin;
-	EXPECT_TRUE(admin.is_current(r, lease->token()));
+	std::this_thread::sleep_for(4s);
+	// the server first, then the client: the client's deadline is never later
+	// than the server's expiry, so "not current" with "still valid" after it
+	// would be a safety defect, not a slow machine
+	bool current = admin.is_current(r, lease->token());
+	bool valid = lease->valid();
+	EXPECT_TRUE(current);
+	EXPECT_TRUE(valid);
+	EXPECT_TRUE(current || !valid) << "the client says held after the server expired it";
 }
 
 TEST_F(ClientTest, HeartbeatOverHalfTtlIsRejected)
