@@ -23,38 +23,17 @@
 #include <nlohmann/json.hpp>
 
 #include "pglease/pglease.hpp"
+#include "support.hpp"
 
-using namespace std::chrono_literals;
 using pglease::Errc;
-using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
+using namespace test_support;
 
 namespace {
 
 constexpr int single_port = 56500;
 constexpr int cluster_ports[] = {56502, 56504, 56506};
 constexpr int dead_port = 56508;
-
-std::string
-source(const std::string &rel)
-{
-	return std::string(PGLEASE_SOURCE_DIR) + "/" + rel;
-}
-
-// capture -- a shell command's stdout
-std::string
-capture(const std::string &cmd)
-{
-	std::string out;
-	if (FILE *p = ::popen(cmd.c_str(), "r")) {
-		char buf[4096];
-		size_t n;
-		while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-			out.append(buf, n);
-		::pclose(p);
-	}
-	return out;
-}
 
 std::string
 b64(const std::string &s)
@@ -99,43 +78,11 @@ delete_lock_keys(int port, const std::string &resource)
 	return r.is_object() && r.contains("deleted");
 }
 
-// An etcd member of one test binary: its files in a fresh temporary
-// directory, killed and removed when the object goes.
-class EtcdMember {
+// An etcd member of one test binary (scripts/etcd.sh; CLUSTER: its peers'
+// start arguments); killed and removed when the object goes.
+class EtcdMember : public ScriptServer {
 public:
-	EtcdMember(int port, std::string cluster = "") : port_(port), cluster_(std::move(cluster))
-	{
-		char tmpl[] = "/tmp/pglease-etcd-test.XXXXXX";
-		if (const char *made = ::mkdtemp(tmpl))
-			dir_ = made;
-	}
-	~EtcdMember()
-	{
-		if (!dir_.empty()) {
-			run("kill");
-			std::error_code ignored;
-			std::filesystem::remove_all(dir_, ignored);
-		}
-	}
-	EtcdMember(const EtcdMember &) = delete;
-	EtcdMember &operator=(const EtcdMember &) = delete;
-
-	bool start() { return run("start", std::to_string(port_) + " " + cluster_); }
-	bool stop() { return run("stop"); }
-	int port() const { return port_; }
-
-private:
-	bool run(const std::string &cmd, const std::string &extra = "")
-	{
-		if (dir_.empty())
-			return false;
-		std::string line = source("scripts/etcd.sh") + " " + cmd + " '" + dir_ + "' " + extra + " >/dev/null";
-		return std::system(line.c_str()) == 0;
-	}
-
-	int port_;
-	std::string cluster_;
-	std::string dir_;
+	EtcdMember(int port, std::string cluster = "") : ScriptServer("etcd.sh", port, std::move(cluster)) {}
 };
 
 std::string
@@ -147,51 +94,10 @@ url_of(std::initializer_list<int> ports)
 	return url;
 }
 
-pglease::ClientOptions
-quick_backoff()
-{
-	pglease::ClientOptions o;
-	o.connect_timeout = 500ms;
-	o.backoff_initial = 50ms;
-	o.backoff_max = 300ms;
-	return o;
-}
-
-pglease::LeaseOptions
-opts(std::chrono::milliseconds ttl, std::chrono::milliseconds wait = 0ms)
-{
-	pglease::LeaseOptions o;
-	o.ttl = ttl;
-	o.wait = wait;
-	return o;
-}
-
 std::string
 unique_resource()
 {
-	static std::atomic<int> n{0};
-	return std::string("etcd-test/") + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/" +
-	       std::to_string(n++) + "/" + std::to_string(::getpid());
-}
-
-template <class F>
-auto
-in_other_thread(F &&fn)
-{
-	return std::async(std::launch::async, std::forward<F>(fn)).get();
-}
-
-template <class Pred>
-bool
-eventually(Pred pred, std::chrono::milliseconds limit)
-{
-	auto end = Clock::now() + limit;
-	while (Clock::now() < end) {
-		if (pred())
-			return true;
-		std::this_thread::sleep_for(10ms);
-	}
-	return pred();
+	return test_support::unique_resource("etcd-test/");
 }
 
 // One member for the whole binary (started once; a test that stops it starts it again).

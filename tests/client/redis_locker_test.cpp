@@ -20,49 +20,29 @@
 
 #include "pglease/pglease.hpp"
 #include "redis/connection.hpp"
+#include "support.hpp"
 
-using namespace std::chrono_literals;
 using pglease::Errc;
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
+using namespace test_support;
 
 namespace {
 
 constexpr int single_port = 56379;
 constexpr int redlock_ports[] = {56380, 56381, 56382};
 
-// A redis-server of one test: its files in a fresh temporary directory,
-// killed and removed when the object goes.
-class RedisServer {
+// A redis-server of one test, started at once; killed and removed when the object goes.
+class RedisServer : public ScriptServer {
 public:
-	RedisServer(int port, bool persist) : port_(port), persist_(persist)
+	RedisServer(int port, bool persist) : ScriptServer("redis.sh", port, persist ? "persist" : "")
 	{
-		char tmpl[] = "/tmp/pglease-redis-test.XXXXXX";
-		if (const char *made = ::mkdtemp(tmpl))
-			dir_ = made;
 		started_ = start();
 	}
-	~RedisServer()
-	{
-		if (!dir_.empty()) {
-			run("kill");
-			std::error_code ignored;
-			std::filesystem::remove_all(dir_, ignored);
-		}
-	}
-	RedisServer(const RedisServer &) = delete;
-	RedisServer &operator=(const RedisServer &) = delete;
-
 	bool started() const { return started_; }
-	bool start() { return run("start", std::to_string(port_) + (persist_ ? " persist" : "")); }
-	bool stop() { return run("stop"); }
-	bool kill() { return run("kill"); }
-	int port() const { return port_; }
 
 	// del -- DEL a key behind the locker's back (a grant broken server-side)
 	bool del(const std::string &key)
 	{
-		auto c = pglease::detail::redis::Connection::open({"127.0.0.1", port_}, {500ms, 500ms});
+		auto c = pglease::detail::redis::Connection::open({"127.0.0.1", port()}, {500ms, 500ms});
 		if (!c)
 			return false;
 		auto r = c->command({"DEL", key});
@@ -70,18 +50,6 @@ public:
 	}
 
 private:
-	bool run(const std::string &cmd, const std::string &extra = "")
-	{
-		if (dir_.empty())
-			return false;
-		std::string line = std::string(PGLEASE_SOURCE_DIR) + "/scripts/redis.sh " + cmd + " '" + dir_ + "' " +
-		                   extra + " >/dev/null";
-		return std::system(line.c_str()) == 0;
-	}
-
-	int port_;
-	bool persist_;
-	std::string dir_;
 	bool started_ = false;
 };
 
@@ -100,14 +68,10 @@ redlock_url()
 	return url;
 }
 
-pglease::ClientOptions
-quick_backoff()
+std::string
+resource()
 {
-	pglease::ClientOptions o;
-	o.connect_timeout = 500ms;
-	o.backoff_initial = 50ms;
-	o.backoff_max = 300ms;
-	return o;
+	return test_resource("locker-test/");
 }
 
 std::unique_ptr<pglease::Locker>
@@ -116,48 +80,6 @@ connect_or_fail(const std::string &url)
 	auto r = pglease::connect(url, quick_backoff());
 	EXPECT_TRUE(r) << url << ": " << r.error();
 	return r ? std::move(*r) : nullptr;
-}
-
-pglease::LeaseOptions
-opts(milliseconds ttl, milliseconds wait = 0ms)
-{
-	pglease::LeaseOptions o;
-	o.ttl = ttl;
-	o.wait = wait;
-	return o;
-}
-
-std::string
-resource()
-{
-	return std::string("locker-test/") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
-
-// in_other_thread -- the no-nested rule is per thread: contenders run apart
-template <class F>
-auto
-in_other_thread(F &&fn)
-{
-	return std::async(std::launch::async, std::forward<F>(fn)).get();
-}
-
-template <class Pred>
-bool
-eventually(Pred pred, milliseconds limit)
-{
-	auto end = Clock::now() + limit;
-	while (Clock::now() < end) {
-		if (pred())
-			return true;
-		std::this_thread::sleep_for(10ms);
-	}
-	return pred();
-}
-
-long long
-ms_since(Clock::time_point t)
-{
-	return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
 }
 
 class RedisLocker : public ::testing::Test {

@@ -26,13 +26,12 @@
 #include <gtest/gtest.h>
 
 #include "pglease/pglease.hpp"
+#include "support.hpp"
 
 extern char **environ;
 
-using namespace std::chrono_literals;
 using pglease::Errc;
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
+using namespace test_support;
 
 namespace {
 
@@ -43,43 +42,8 @@ constexpr int dead_port = 57010;
 std::string
 script()
 {
-	return std::string(PGLEASE_SOURCE_DIR) + "/scripts/zookeeper.sh";
+	return source_path("scripts/zookeeper.sh");
 }
-
-bool
-sh(const std::string &line)
-{
-	return std::system(line.c_str()) == 0;
-}
-
-// A directory of its own for servers, removed (servers killed) at the end.
-class ServerDirs {
-public:
-	ServerDirs()
-	{
-		char tmpl[] = "/tmp/pglease-zk-test.XXXXXX";
-		if (const char *made = ::mkdtemp(tmpl))
-			root_ = made;
-	}
-	~ServerDirs()
-	{
-		for (const auto &d : dirs_)
-			sh(script() + " kill '" + d + "' >/dev/null 2>&1");
-		std::error_code ignored;
-		if (!root_.empty())
-			std::filesystem::remove_all(root_, ignored);
-	}
-	std::string dir(const std::string &name)
-	{
-		dirs_.push_back(root_ + "/" + name);
-		return dirs_.back();
-	}
-	bool ok() const { return !root_.empty(); }
-
-private:
-	std::string root_;
-	std::vector<std::string> dirs_;
-};
 
 std::string
 url(int port, const std::string &tail = "")
@@ -95,46 +59,17 @@ quick()
 	return o;
 }
 
-pglease::LeaseOptions
-opts(milliseconds ttl, milliseconds wait = 0ms)
-{
-	pglease::LeaseOptions o;
-	o.ttl = ttl;
-	o.wait = wait;
-	return o;
-}
-
 std::string
 resource()
 {
-	return std::string("zk-test/") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
-
-template <class F>
-auto
-in_other_thread(F &&fn)
-{
-	return std::async(std::launch::async, std::forward<F>(fn)).get();
-}
-
-template <class Pred>
-bool
-eventually(Pred pred, milliseconds limit)
-{
-	auto end = Clock::now() + limit;
-	while (Clock::now() < end) {
-		if (pred())
-			return true;
-		std::this_thread::sleep_for(20ms);
-	}
-	return pred();
+	return test_resource("zk-test/");
 }
 
 class ZookeeperLocker : public ::testing::Test {
 protected:
 	static void SetUpTestSuite()
 	{
-		dirs = new ServerDirs;
+		dirs = new ServerDirs("zookeeper.sh");
 		standalone = dirs->dir("standalone");
 		started = dirs->ok() && sh(script() + " start '" + standalone + "' " +
 		                           std::to_string(standalone_port) + " >/dev/null");
@@ -386,7 +321,7 @@ TEST_F(ZookeeperLocker, MalformedUrlsAndTooLongTtlsAreInvalidArguments)
 
 TEST_F(ZookeeperLocker, LeaderStoppedWhileHeldNeverGrantsTwice)
 {
-	ServerDirs ensemble;
+	ServerDirs ensemble{"zookeeper.sh"};
 	std::string spec, hosts;
 	std::vector<std::string> member;
 	for (int i = 0; i < 3; i++) {
