@@ -16,11 +16,10 @@ command -v pg_autoctl >/dev/null ||
 [ -f "$(pg_config --pkglibdir)/pgautofailover.so" ] ||
 	{ echo "not ok - pgautofailover.so missing: run scripts/install-deps.sh (postgresql-15-auto-failover)"; exit 1; }
 
-# ha_as_pg CMD... -- as the postgres user, pg_autoctl's state files under HA_DIR
-ha_as_pg() {
-	(cd / && runuser -u postgres -- env -i HOME="$HA_DIR" PATH="$HA_BINDIR:/usr/bin:/bin" \
-		XDG_CONFIG_HOME="$HA_DIR/config" XDG_DATA_HOME="$HA_DIR/share" XDG_RUNTIME_DIR="$HA_DIR/run" "$@")
-}
+# as the postgres user, pg_autoctl's state files under HA_DIR (not ~postgres, not /tmp/pg_autoctl)
+HA_ENV=(runuser -u postgres -- env -i -C / HOME="$HA_DIR" PATH="$HA_BINDIR:/usr/bin:/bin"
+	XDG_CONFIG_HOME="$HA_DIR/config" XDG_DATA_HOME="$HA_DIR/share" XDG_RUNTIME_DIR="$HA_DIR/run")
+ha_as_pg() { "${HA_ENV[@]}" "$@"; }
 
 ha_port() { # NAME -> its port
 	case "$1" in monitor) echo "$HA_PORT" ;; node1) echo $((HA_PORT + 1)) ;; node2) echo $((HA_PORT + 2)) ;; esac
@@ -36,13 +35,13 @@ ha_monitor_sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$HA_PORT
 # ha_node_start NAME -- `pg_autoctl run` in a new session (its process group)
 ha_node_start() {
 	local pid
-	setsid runuser -u postgres -- env -i HOME="$HA_DIR" PATH="$HA_BINDIR:/usr/bin:/bin" \
-		XDG_CONFIG_HOME="$HA_DIR/config" XDG_DATA_HOME="$HA_DIR/share" XDG_RUNTIME_DIR="$HA_DIR/run" \
-		pg_autoctl run --pgdata "$HA_DIR/$1" >>"$HA_DIR/$1.log" 2>&1 </dev/null &
+	setsid "${HA_ENV[@]}" pg_autoctl run --pgdata "$HA_DIR/$1" >>"$HA_DIR/$1.log" 2>&1 </dev/null &
 	pid=$!
 	disown "$pid" # no "Killed" line from bash when the node is lost
 	sleep 0.2
-	ps -o sid= -p "$pid" | tr -d ' ' >"$HA_DIR/$1.pgid"
+	# setsid made the process a session (and group) leader without forking
+	[ "$(ps -o sid= -p "$pid" | tr -d ' ')" = "$pid" ] || { echo "# $1: pg_autoctl run did not start"; return 1; }
+	echo "$pid" >"$HA_DIR/$1.pgid"
 }
 
 # ha_node_kill NAME -- lose the node as a machine is lost: its keeper,
