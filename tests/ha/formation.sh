@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # formation.sh -- a pg_auto_failover formation on loopback (sourced by the
 # HA tests): a monitor on HA_PORT, node1 and node2 on HA_PORT+1, +2, each
 # run by its own `pg_autoctl run` as the postgres user, pg_lease preloaded

@@ -36,10 +36,13 @@ HELD_PID=""
 
 cleanup() {
 	local p
-	for p in "${WORKER_PIDS[@]}" $HELD_PID; do kill -9 "$p" 2>/dev/null || true; done
+	# pglease run passes SIGTERM on to its command
+	[ -z "$HELD_PID" ] || { kill -TERM "$HELD_PID" 2>/dev/null && timeout 10 tail --pid="$HELD_PID" -f /dev/null; } || true
+	for p in "${WORKER_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	ha_cleanup
 }
 trap cleanup EXIT
+trap "exit 143" TERM INT # so that cleanup runs
 
 grants() { cat "$HA_DIR"/w*.log | awk '$1 == "G"'; }
 DSN="$(ha_conninfo "$HA_DB")"
@@ -65,7 +68,7 @@ done
 # a lease held through the first failover by the CLI: its command waits for
 # the failover, then for a renewal on the new primary, then writes fenced
 held_script='
-	while [ ! -s "$HA_DIR/failed_over" ]; do sleep 0.2; done
+	while [ ! -s "$HA_DIR/failed_over" ]; do [ -d "$HA_DIR" ] || exit 1; sleep 0.2; done
 	k="$(cat "$HA_DIR/failed_over")"
 	for i in $(seq 1 600); do
 		r="$(psql -X -A -t -d "$DSN" -c "SELECT extract(epoch FROM renewed_at) * 1000000 > $k
@@ -79,7 +82,8 @@ held_script='
 # (TTL above the window: 30 s for the test timeouts, 120 s for the defaults)
 held_ttl=30s
 [ "$HA_TIMEOUTS" = default ] && held_ttl=120s
-HA_DIR="$HA_DIR" DSN="$DSN" "$CLI" run --dsn "$DSN" --resource ha/held --ttl "$held_ttl" --wait 10s -- \
+export HA_DIR DSN # for held_script
+"$CLI" run --dsn "$DSN" --resource ha/held --ttl "$held_ttl" --wait 10s -- \
 	bash -c "$held_script" >"$HA_DIR/held.out" 2>&1 &
 HELD_PID=$!
 
