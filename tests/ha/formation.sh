@@ -123,28 +123,41 @@ ha_create_node() {
 		{ tail -20 "$HA_DIR/$1.log" | sed 's/^/#   /'; return 1; }
 	if [ "$1" = node1 ]; then
 		# postgresql.conf includes pg_autoctl's file first, so what follows wins
-		echo "shared_preload_libraries = 'pg_stat_statements,pg_lease'" | ha_as_pg tee -a "$HA_DIR/$1/postgresql.conf" >/dev/null
+		echo "shared_preload_libraries = 'pg_stat_statements,pg_lease'" |
+			ha_as_pg tee -a "$HA_DIR/$1/postgresql.conf" >/dev/null || return 1
 	fi
-	[ "$HA_TIMEOUTS" = default ] || ha_as_pg pg_autoctl config set --pgdata "$HA_DIR/$1" timeout.network_partition_timeout 3 >/dev/null
+	if [ "$HA_TIMEOUTS" != default ]; then
+		ha_as_pg pg_autoctl config set --pgdata "$HA_DIR/$1" timeout.network_partition_timeout 3 >/dev/null || return 1
+	fi
 	ha_node_start "$1"
 }
 
+# ha_wait_sql SECONDS -- until the writable node takes a connection (its
+# keeper may still be restarting it after `single` is reported)
+ha_wait_sql() {
+	local i
+	for i in $(seq 1 $(($1 * 5))); do
+		psql -X -q -d "$(ha_conninfo "$HA_DB") connect_timeout=2" -c "SELECT 1" >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	echo "# no writable node within $1 s"
+	return 1
+}
+
 # ha_formation_start SCHEMA_SQL -- monitor, node1 (primary, SCHEMA_SQL run in
-# HA_DB), node2 (synchronous secondary); returns when both are in place
+# HA_DB), node2 (synchronous secondary); returns when both are in place.
+# Callers test its status, which turns set -e off inside: every step checks.
 ha_formation_start() {
 	mkdir -p "$HA_DIR/run" && chown -R postgres: "$HA_DIR" && chmod 755 "$HA_DIR" && chmod 700 "$HA_DIR/run"
 	ha_as_pg pg_autoctl create monitor --pgdata "$HA_DIR/monitor" --pgport "$HA_PORT" \
 		--hostname 127.0.0.1 --auth trust --no-ssl >>"$HA_DIR/monitor.log" 2>&1 ||
 		{ tail -20 "$HA_DIR/monitor.log" | sed 's/^/#   /'; return 1; }
-	ha_as_pg pg_autoctl config set --pgdata "$HA_DIR/monitor" postgresql.listen_addresses 127.0.0.1 >/dev/null
-	ha_node_start monitor
+	ha_as_pg pg_autoctl config set --pgdata "$HA_DIR/monitor" postgresql.listen_addresses 127.0.0.1 >/dev/null || return 1
+	ha_node_start monitor || return 1
 	local i
 	for i in $(seq 1 100); do ha_monitor_sql "SELECT 1" >/dev/null 2>&1 && break; sleep 0.2; done
-	[ "$HA_TIMEOUTS" = default ] || ha_fast_timeouts
-	ha_create_node node1
-	ha_wait_state node1 single 60
-	psql -X -q -v ON_ERROR_STOP=1 -d "$(ha_conninfo "$HA_DB")" -f "$1" >/dev/null
-	ha_create_node node2
-	ha_wait_state node2 secondary 120
-	ha_wait_state node1 primary 60
+	if [ "$HA_TIMEOUTS" != default ]; then ha_fast_timeouts || return 1; fi
+	ha_create_node node1 && ha_wait_state node1 single 60 && ha_wait_sql 60 || return 1
+	psql -X -q -v ON_ERROR_STOP=1 -d "$(ha_conninfo "$HA_DB")" -f "$1" >/dev/null || return 1
+	ha_create_node node2 && ha_wait_state node2 secondary 120 && ha_wait_state node1 primary 60
 }

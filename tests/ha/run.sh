@@ -87,19 +87,27 @@ export HA_DIR DSN # for held_script
 	bash -c "$held_script" >"$HA_DIR/held.out" 2>&1 &
 HELD_PID=$!
 
+# first_grant_after US -- when the first grant asked for after US was
+# received (µs), waiting up to 180 s; empty if none
+first_grant_after() {
+	local i first=""
+	for i in $(seq 1 1800); do
+		first="$(grants | awk -v k="$1" '$5 > k { if (m == "" || $6 < m) m = $6 } END { print m }')"
+		[ -n "$first" ] && break
+		sleep 0.1
+	done
+	echo "$first"
+}
+
 declare -a WINDOWS_MS=()
 sleep 3
+
 for f in $(seq 1 "$FAILOVERS"); do
 	primary="$(ha_primary)"
 	other="$([ "$primary" = node1 ] && echo node2 || echo node1)"
 	ha_node_kill "$primary" || { expect "failover_${f}_lose_$primary" "could not kill it" false; break; }
 	killed_at="$HA_KILLED_AT"
-	first=""
-	for i in $(seq 1 1800); do
-		first="$(grants | awk -v k="$killed_at" '$5 > k { if (m == "" || $6 < m) m = $6 } END { print m }')"
-		[ -n "$first" ] && break
-		sleep 0.1
-	done
+	first="$(first_grant_after "$killed_at")"
 	if [ -z "$first" ]; then
 		expect "failover_${f}_grants_resume_on_$other" "no grant within 180 s of losing $primary" false
 		break
