@@ -35,7 +35,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 .DEFAULT_GOAL := all
-.PHONY: test demo deps client install-client faults bench bench-quick bench-profile bench-handoff bench-handoff-quick
+.PHONY: test demo deps client install-client faults ha bench bench-quick bench-profile bench-handoff bench-handoff-quick
 
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
@@ -49,6 +49,10 @@ demo:
 
 faults:
 	scripts/faults.sh
+
+# Automatic failovers under pg_auto_failover, checked (tests/ha/run.sh; --quick: HA_QUICK=1)
+ha:
+	scripts/ha.sh
 
 # Every system, every scenario, one run (bench/results/latest.{md,json,svg})
 bench:

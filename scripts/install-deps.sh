@@ -9,6 +9,7 @@ packages=(
 	redis-server libhiredis-dev
 	etcd-server etcd-client libcurl4-openssl-dev nlohmann-json3-dev curl
 	zookeeper libzookeeper-mt-dev default-jre-headless
+	postgresql-15-auto-failover pg-auto-failover-cli
 )
 
 # Debian's redis-server package starts a system service on 6379 when it is
