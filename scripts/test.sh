@@ -162,6 +162,8 @@ done
 
 # the quick part of the fault suite (make faults runs it in full)
 run_suite "fault suite, quick (tests/faults)" env FAULTS_QUICK=1 FAULTS_SKIP_BUILD=1 "$ROOT/scripts/faults.sh"
+# two automatic failovers under pg_auto_failover (make ha runs four)
+run_suite "automatic failovers, quick (tests/ha)" "$ROOT/tests/ha/run.sh" --quick
 
 echo
 echo "$passed passed, $failed failed"
