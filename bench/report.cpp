@@ -208,7 +208,7 @@ targets_table(std::ostream &o, const Report &r)
 	o << "## Targets (ratios of medians)\n\n| target | measured | ratio | threshold | result |\n"
 	  << "|---|---|---:|---|---|\n";
 	for (const Target &t : targets(r))
-		o << "| " << t.what << " | " << t.measured << " | " << (std::isnan(t.ratio) ? "n/a" : fmt(t.ratio))
+		o << "| " << t.what << " | " << t.measured << " | " << (std::isnan(t.ratio) ? "n/a" : ratio(t.ratio))
 		  << " | " << t.threshold << " | "
 		  << (t.info                ? "—"
 		      : std::isnan(t.ratio) ? "**not measured**"

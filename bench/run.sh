@@ -183,7 +183,7 @@ SETTINGS="$(sql "$WORK/pre" "$PORT_PRE" postgres -c "SELECT string_agg(name || '
 	FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method', 'full_page_writes', 'shared_buffers',
 	                                'checkpoint_timeout', 'max_wal_size', 'max_connections')")"
 COMMIT="$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-[ -z "$(git -C "$REPO" status --porcelain -- client bench 2>/dev/null | head -1)" ] ||
+[ -z "$(git -C "$REPO" status --porcelain -- client bench ':!bench/results' 2>/dev/null | head -1)" ] ||
 	COMMIT="$COMMIT (client/ or bench/ has uncommitted changes)"
 CMD="bench/run.sh"
 [ "$QUICK" = 0 ] || CMD="$CMD --quick"
