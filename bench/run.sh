@@ -20,7 +20,7 @@
 # bench/results/latest.md, latest.json and latest.svg (the chart).
 #
 # Settings (environment):
-#   PGLEASE_BENCH_PORT_BASE     first of the 40 ports it uses (default 60000):
+#   PGLEASE_BENCH_PORT_BASE     first of the 32 ports it uses (default 60000):
 #                               +1/+2 clusters, +10..+14 Redis, +20/+21 etcd, +30 ZooKeeper
 #   PGLEASE_BENCH_REPS, PGLEASE_BENCH_DURATION, PGLEASE_BENCH_HOT_DURATION,
 #   PGLEASE_BENCH_WARMUP        override the repetitions and seconds per run
