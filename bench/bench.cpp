@@ -30,6 +30,7 @@ struct Config {
 	double duration = 1, hot_duration = 2, warmup = 0.2;
 	int resources = 100000;
 	std::vector<std::string> scenarios{"uncontended", "hot", "scale", "renew"};
+	std::vector<std::string> only; ///< --systems: these System::key only (default: all)
 	std::string out_md, out_json, out_svg;
 	std::vector<std::pair<std::string, std::string>> meta;
 };
@@ -423,7 +424,9 @@ run_all(const Config &cfg)
 {
 	Report rep;
 	rep.meta = cfg.meta;
-	rep.systems = systems(cfg);
+	for (System &s : systems(cfg))
+		if (cfg.only.empty() || std::find(cfg.only.begin(), cfg.only.end(), s.key) != cfg.only.end())
+			rep.systems.push_back(std::move(s));
 	rep.reps = cfg.reps;
 	rep.duration = cfg.duration;
 	rep.hot_duration = cfg.hot_duration;
@@ -484,6 +487,8 @@ parse_args(int argc, char **argv, Config &c)
 			c.resources = std::stoi(v);
 		else if (k == "--scenarios")
 			c.scenarios = split(v, ',');
+		else if (k == "--systems")
+			c.only = split(v, ',');
 		else if (k == "--meta" && v.find('=') != std::string::npos)
 			c.meta.emplace_back(v.substr(0, v.find('=')), v.substr(v.find('=') + 1));
 		else
@@ -505,7 +510,7 @@ main(int argc, char **argv)
 			    << "usage: bench --pg-preload CONNINFO --pg-plain CONNINFO --redis H:P --redis-aof H:P"
 			       " --redlock H:P,H:P,H:P --etcd H:P --zookeeper H:P --out-md F --out-json F --out-svg F"
 			       " [--reps N --duration S --hot-duration S --warmup S --resources N --scenarios LIST"
-			       " --meta KEY=VALUE ...] (bench/run.sh passes them)\n";
+			       " --systems KEY,... --meta KEY=VALUE ...] (bench/run.sh passes them)\n";
 			return 2;
 		}
 	} catch (const std::exception &e) {

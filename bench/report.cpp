@@ -46,6 +46,15 @@ fmt(double v)
 	return b;
 }
 
+/// A ratio with the digits a threshold needs: 1.296, not 1.30
+std::string
+ratio(double v)
+{
+	char b[32];
+	std::snprintf(b, sizeof b, v < 10 ? "%.3f" : "%.1f", v);
+	return b;
+}
+
 std::string
 cell(const std::optional<Agg> &a, bool range = true)
 {
