@@ -35,7 +35,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 .DEFAULT_GOAL := all
-.PHONY: test demo deps client install-client faults ha bench bench-quick bench-profile bench-handoff bench-handoff-quick
+.PHONY: test demo deps client install-client faults ha bench bench-quick
 
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
@@ -54,25 +54,13 @@ faults:
 ha:
 	scripts/ha.sh
 
-# Every system, every scenario, one run (bench/results/latest.{md,json,svg})
+# Every provider and baseline, every scenario, one interleaved run (bench/results/latest.{md,json,svg});
+# ports 60000-60031 (PGLEASE_BENCH_PORT_BASE)
 bench:
 	bench/run.sh
 
 bench-quick:
 	bench/run.sh --quick
-
-# Where an uncontended pair spends its CPU and WAL (bench/results/profile.md)
-bench-profile:
-	bench/profile.sh
-
-# Hand-off on one hot resource: preloaded vs polling vs advisory (bench/results/handoff.md)
-bench-handoff:
-	scripts/install-extension.sh
-	bench/handoff.sh
-
-bench-handoff-quick:
-	scripts/install-extension.sh
-	bench/handoff.sh --quick
 
 deps:
 	scripts/install-deps.sh

@@ -1,37 +1,31 @@
-# bench/common.sh -- shared by bench/run.sh and bench/profile.sh (sourced, not run).
+# bench/common.sh -- the helpers of bench/run.sh (sourced, not run).
 #
 # The caller sets BENCH_DIR, REPO and defines die() and log() first.
 # Functions:
-#   bench_prerequisites   install missing Debian packages, this checkout's extension
-#                         if the installed one differs, and build bench/build/lease_bench
+#   bench_prerequisites   install what is missing, this checkout's extension if the
+#                         installed one differs, build the client libraries and the driver
 #   cpu_busy_pct SECONDS  whole-machine CPU busy % over that many seconds
 #   measure_fdatasync     fdatasync latency of one 8 kB write (pg_test_fsync -s 2)
 #   sql DIR PORT DB ARGS  psql on a scripts/cluster.sh cluster
 #   conninfo DIR PORT     its libpq connection string (without dbname)
 #   fill_lease, fill_handmade, fill_floor   the tables the benchmark works on
 
-BENCH_PACKAGES=(postgresql-15 postgresql-server-dev-15 libpq-dev g++ make redis-server libhiredis-dev)
-
+# bench_prerequisites: what the benchmark needs, installed by scripts/install-deps.sh
+# when missing (PostgreSQL 15, redis, etcd, ZooKeeper, the client's libraries, g++);
+# this checkout's extension when the installed one differs; the client libraries
+# (build/client, only the library targets) and the driver (build/bench/bench).
 bench_prerequisites() {
-	local missing=() p sudo=""
-	for p in "${BENCH_PACKAGES[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	local c missing=""
+	for c in pg_config redis-server redis-cli etcd java g++ cmake curl; do
+		command -v "$c" >/dev/null 2>&1 || missing="$missing $c"
 	done
-	if [ "${#missing[@]}" -gt 0 ]; then
-		if [ "$(id -u)" -ne 0 ]; then
-			command -v sudo >/dev/null 2>&1 ||
-				die "missing packages: ${missing[*]}; run as root, or: apt-get install ${missing[*]}"
-			sudo="sudo"
-		fi
-		log "installing ${missing[*]}"
-		export DEBIAN_FRONTEND=noninteractive
-		$sudo apt-get update -qq
-		$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-			die "apt-get install ${missing[*]} failed"
+	for c in zookeeper/zookeeper.h hiredis/hiredis.h curl/curl.h pqxx/pqxx java/zookeeper.jar; do
+		[ -e "/usr/include/$c" ] || [ -e "/usr/share/$c" ] || missing="$missing $c"
+	done
+	if [ -n "$missing" ]; then
+		log "missing:$missing; running scripts/install-deps.sh"
+		"$REPO/scripts/install-deps.sh" || die "scripts/install-deps.sh failed"
 	fi
-	command -v pg_config >/dev/null 2>&1 || die "pg_config not found: install postgresql-server-dev-15"
-	command -v redis-server >/dev/null 2>&1 || die "redis-server not found: install redis-server"
-	command -v redis-cli >/dev/null 2>&1 || die "redis-cli not found: install redis-tools"
 	PG_BINDIR="$(pg_config --bindir)"
 	PSQL="$PG_BINDIR/psql"
 	[ -x "$PSQL" ] || die "psql not found in $PG_BINDIR: install postgresql-client-15"
@@ -50,13 +44,22 @@ bench_prerequisites() {
 		"$REPO/scripts/install-extension.sh" || die "scripts/install-extension.sh failed"
 	fi
 
-	DRIVER="$BENCH_DIR/build/lease_bench"
-	mkdir -p "$BENCH_DIR/build"
-	if [ ! -x "$DRIVER" ] || [ "$BENCH_DIR/lease_bench.cpp" -nt "$DRIVER" ] || [ "$BENCH_DIR/procstat.hpp" -nt "$DRIVER" ]; then
+	# the client libraries (every provider) and the driver linked against them
+	local lib="$REPO/build/client"
+	cmake -S "$REPO/client" -B "$lib" >/dev/null || die "cmake of client/ failed"
+	log "building the client libraries in $lib"
+	cmake --build "$lib" -j2 --target pglease pglease_redis pglease_etcd pglease_zookeeper >/dev/null ||
+		die "building the client libraries failed"
+	DRIVER="$REPO/build/bench/bench"
+	mkdir -p "$REPO/build/bench"
+	if [ ! -x "$DRIVER" ] || [ -n "$(find "$BENCH_DIR" "$lib" -maxdepth 1 \( -name '*.[ch]pp' -o -name '*.a' \) -newer "$DRIVER")" ]; then
 		log "building $DRIVER"
-		g++ -O2 -std=c++17 -pthread -Wall -Wextra -I"$(pg_config --includedir)" \
-			"$BENCH_DIR/lease_bench.cpp" -o "$DRIVER" -L"$(pg_config --libdir)" -lpq -lhiredis ||
-			die "building bench/lease_bench.cpp failed"
+		g++ -O2 -std=c++17 -pthread -Wall -Wextra -Werror -I"$REPO/client/include" -I"$lib/include" \
+			-I"$(pg_config --includedir)" "$BENCH_DIR"/{bench,systems,report}.cpp -o "$DRIVER" \
+			-Wl,--undefined=pglease_redis_component -Wl,--undefined=pglease_etcd_component \
+			-Wl,--undefined=pglease_zookeeper_component "$lib"/libpglease_{etcd,zookeeper,redis}.a \
+			"$lib/libpglease.a" -lpqxx -lpq -lhiredis -lcurl -lzookeeper_mt ||
+			die "building the benchmark driver failed"
 	fi
 }
 
@@ -139,19 +142,6 @@ INSERT INTO handmade_lease
 SELECT :'prefix' || i, nextval('handmade_seq'), 'bench', now() FROM generate_series(1, :n) i;
 INSERT INTO handmade_lease VALUES ('hot', nextval('handmade_seq'), 'bench', now());
 VACUUM ANALYZE handmade_lease;
-EOF
-}
-
-# fill_statements DIR PORT DB: bench_grants, a copy of lease.grants (same
-# definition, fillfactor and rows, in the same order) for pg_lease's statements
-# run as plain SQL; run it after fill_lease, before any run changed lease.grants
-fill_statements() {
-	sql "$1" "$2" "$3" <<'EOF'
-CREATE SEQUENCE bench_grants_seq;
-CREATE TABLE bench_grants (LIKE lease.grants INCLUDING ALL) WITH (fillfactor = 70);
-INSERT INTO bench_grants SELECT * FROM lease.grants ORDER BY ctid;
-SELECT setval('bench_grants_seq', (SELECT max(token) FROM bench_grants)) \g /dev/null
-VACUUM ANALYZE bench_grants;
 EOF
 }
 

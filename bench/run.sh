@@ -1,28 +1,27 @@
 #!/usr/bin/env bash
-# bench/run.sh -- pg_lease against advisory locks, a hand-written table lease,
-# Redis and the durable floor, every scenario in one interleaved run.
+# bench/run.sh -- one benchmark across every provider, one interleaved run:
+# pg_lease (preloaded and not), Redis (no persistence, and appendfsync always),
+# Redlock on 3 Redis servers, etcd, ZooKeeper and memory, all through
+# pglease::connect(url); and the baselines that explain them: advisory locks,
+# a hand-written table lease, the durable floor, raw etcd and ZooKeeper clients.
 #
-#   bench/run.sh            5 repetitions, 2.5 s per run (5 s hot)   (< 15 min on 2 cores)
-#   bench/run.sh --quick    3 repetitions, 0.3 s per run (1 s hot)   (< 2 min)
+#   bench/run.sh            5 repetitions, 1.5 s per run (3 s hot)   (about 13 min on 2 cores)
+#   bench/run.sh --quick    2 repetitions, 0.3 s per run (1 s hot)   (under 3 min)
 #
-# Installs what is missing (Debian: redis-server, libhiredis-dev, PostgreSQL 15
-# server and headers, g++), installs this checkout's extension if the installed one differs,
-# builds bench/lease_bench.cpp into bench/build/, and starts its own throwaway
-# servers, all stopped and removed at exit:
-#   - a PostgreSQL cluster with shared_preload_libraries = 'pg_lease'
-#     (pg_lease preloaded; also advisory locks, the handmade table, the floor)
-#   - a PostgreSQL cluster without it (pg_lease not preloaded)
-#   - redis-server on 127.0.0.1, no persistence
-# It records the machine (CPU, fdatasync latency, load), fills the tables
-# (100k resources; 1k and 1M for the scale scenario) and writes
-# bench/results/latest.md, latest.json and latest.svg (the chart).  The
-# machine is shared: a run during which other processes took more than 40 % of
-# it is redone once (at most 4 in --quick, 30 in a full run), and reported.
+# Installs what is missing (scripts/install-deps.sh), installs this checkout's
+# extension if the installed one differs, builds the client libraries and
+# build/bench/bench, and starts its own throwaway servers, all stopped and
+# removed at exit: two PostgreSQL clusters (scripts/cluster.sh, with and without
+# shared_preload_libraries = 'pg_lease'), five redis-server (one plain, one
+# with appendfsync always, three for Redlock), one etcd member
+# (scripts/etcd.sh: etcd's default fsync) and one ZooKeeper server
+# (scripts/zookeeper.sh: default forceSync=yes).  It fills the tables (100k
+# resources; 1k and 1M for the scale scenario) and writes
+# bench/results/latest.md, latest.json and latest.svg (the chart).
 #
 # Settings (environment):
-#   PGLEASE_BENCH_PORT_PRELOAD  port of the preloaded cluster  (default 54371)
-#   PGLEASE_BENCH_PORT_PLAIN    port of the plain cluster      (default 54372)
-#   PGLEASE_BENCH_REDIS_PORT    port of redis-server           (default 64379)
+#   PGLEASE_BENCH_PORT_BASE     first of the 32 ports it uses (default 60000):
+#                               +1/+2 clusters, +10..+14 Redis, +20/+21 etcd, +30 ZooKeeper
 #   PGLEASE_BENCH_REPS, PGLEASE_BENCH_DURATION, PGLEASE_BENCH_HOT_DURATION,
 #   PGLEASE_BENCH_WARMUP        override the repetitions and seconds per run
 #   PGLEASE_BENCH_SCENARIOS     subset, e.g. "uncontended,hot" (default: all four)
@@ -39,55 +38,49 @@ QUICK=0
 for arg in "$@"; do
 	case "$arg" in
 	--quick) QUICK=1 ;;
-	-h | --help) sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument '$arg' (--quick, --help)" ;;
 	esac
 done
 
 if [ "$QUICK" = 1 ]; then
-	MODE=quick; def_reps=3; def_duration=0.3; def_hot=1; def_warmup=0.1; max_redos=4
+	MODE=quick; def_reps=2; def_duration=0.3; def_hot=1; def_warmup=0.1
 else
-	MODE=full; def_reps=5; def_duration=2.5; def_hot=5; def_warmup=0.5; max_redos=30
+	MODE=full; def_reps=5; def_duration=1.5; def_hot=3; def_warmup=0.3
 fi
-PORT_PRE="${PGLEASE_BENCH_PORT_PRELOAD:-54371}"
-PORT_PLAIN="${PGLEASE_BENCH_PORT_PLAIN:-54372}"
-REDIS_PORT="${PGLEASE_BENCH_REDIS_PORT:-64379}"
+BASE="${PGLEASE_BENCH_PORT_BASE:-60000}"
 REPS="${PGLEASE_BENCH_REPS:-$def_reps}"
 DURATION="${PGLEASE_BENCH_DURATION:-$def_duration}"
 HOT_DURATION="${PGLEASE_BENCH_HOT_DURATION:-$def_hot}"
 WARMUP="${PGLEASE_BENCH_WARMUP:-$def_warmup}"
 SCENARIOS="${PGLEASE_BENCH_SCENARIOS:-uncontended,hot,scale,renew}"
 NRES=100000
-SCALE_SMALL=1000
-SCALE_LARGE=1000000
-for v in PORT_PRE PORT_PLAIN REDIS_PORT REPS; do
+for v in BASE REPS; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
 done
 for v in DURATION HOT_DURATION WARMUP; do
 	[[ "${!v}" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "$v must be a number of seconds, got '${!v}'"
 done
-[ "$PORT_PRE" != "$PORT_PLAIN" ] || die "the two PostgreSQL ports must differ"
+PORT_PRE=$((BASE + 1)) PORT_PLAIN=$((BASE + 2)) REDIS=$((BASE + 10)) REDIS_AOF=$((BASE + 11))
+REDLOCK=($((BASE + 12)) $((BASE + 13)) $((BASE + 14))) ETCD=$((BASE + 20)) ZK=$((BASE + 30))
 
 # shellcheck source=bench/common.sh
 . "$BENCH_DIR/common.sh"
 bench_prerequisites
 
 # ---- throwaway servers, always stopped ---------------------------------------------------
-DIR_PRE=""; DIR_PLAIN=""; REDIS_DIR=""; REDIS_PID=""
+WORK="$(mktemp -d /tmp/pglease-bench.XXXXXX)"
+chmod 755 "$WORK" # the clusters run as postgres
+REDIS_PIDS=()
 cleanup() {
-	if [ -n "$REDIS_PID" ]; then
-		kill "$REDIS_PID" 2>/dev/null || true
-		wait "$REDIS_PID" 2>/dev/null || true
-	fi
-	if [ -n "$DIR_PRE" ]; then
-		PGLEASE_TEST_PORT="$PORT_PRE" "$CLUSTER" stop "$DIR_PRE" fast >/dev/null 2>&1 || true
-		rm -rf "$DIR_PRE"
-	fi
-	if [ -n "$DIR_PLAIN" ]; then
-		PGLEASE_TEST_PORT="$PORT_PLAIN" "$CLUSTER" stop "$DIR_PLAIN" fast >/dev/null 2>&1 || true
-		rm -rf "$DIR_PLAIN"
-	fi
-	if [ -n "$REDIS_DIR" ]; then rm -rf "$REDIS_DIR"; fi
+	local p
+	for p in "${REDIS_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${REDIS_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	[ ! -d "$WORK/etcd" ] || "$REPO/scripts/etcd.sh" stop "$WORK/etcd" >/dev/null 2>&1 || true
+	[ ! -d "$WORK/zk" ] || "$REPO/scripts/zookeeper.sh" stop "$WORK/zk" >/dev/null 2>&1 || true
+	[ ! -d "$WORK/pre" ] || PGLEASE_TEST_PORT="$PORT_PRE" "$CLUSTER" stop "$WORK/pre" fast >/dev/null 2>&1 || true
+	[ ! -d "$WORK/plain" ] || PGLEASE_TEST_PORT="$PORT_PLAIN" "$CLUSTER" stop "$WORK/plain" fast >/dev/null 2>&1 || true
+	rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -101,34 +94,45 @@ log "machine: $NPROC CPUs ($CPU_MODEL), load $LOAD_START, CPU busy ${BUSY_START}
 FDATASYNC="$(measure_fdatasync)"
 log "fdatasync of 8 kB on /tmp (pg_test_fsync -s 2): $FDATASYNC"
 
-
 # ---- servers ---------------------------------------------------------------------------------------
-if redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1; then
-	die "something already answers on 127.0.0.1:$REDIS_PORT: set PGLEASE_BENCH_REDIS_PORT to a free port"
-fi
-DIR_PRE="$(mktemp -d /tmp/pglease-bench-pre.XXXXXX)"
-DIR_PLAIN="$(mktemp -d /tmp/pglease-bench-plain.XXXXXX)"
-REDIS_DIR="$(mktemp -d /tmp/pglease-bench-redis.XXXXXX)"
-log "starting clusters (preloaded: port $PORT_PRE, plain: port $PORT_PLAIN) and redis-server (127.0.0.1:$REDIS_PORT)"
-PGLEASE_TEST_PORT="$PORT_PRE" "$CLUSTER" start "$DIR_PRE" preload &
-pid_pre=$!
-PGLEASE_TEST_PORT="$PORT_PLAIN" "$CLUSTER" start "$DIR_PLAIN" nopreload &
-pid_plain=$!
-redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no --dir "$REDIS_DIR" \
-	--daemonize no --logfile "$REDIS_DIR/redis.log" --databases 4 &
-REDIS_PID=$!
+start_redis() { # PORT DIR ARGS...: a redis-server in the foreground of a background job
+	local port="$1" dir="$2"
+	shift 2
+	mkdir -p "$dir"
+	if redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1; then
+		die "something already answers on 127.0.0.1:$port: set PGLEASE_BENCH_PORT_BASE to a free range"
+	fi
+	redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --daemonize no --logfile "$dir/redis.log" \
+		--databases 4 "$@" &
+	REDIS_PIDS+=($!)
+}
+log "starting servers on ports $BASE-$((BASE + 31)) (clusters, 5 redis-server, etcd, ZooKeeper)"
+mkdir -p "$WORK/pre" "$WORK/plain"
+PGLEASE_TEST_PORT="$PORT_PRE" "$CLUSTER" start "$WORK/pre" preload & pid_pre=$!
+PGLEASE_TEST_PORT="$PORT_PLAIN" "$CLUSTER" start "$WORK/plain" nopreload & pid_plain=$!
+start_redis "$REDIS" "$WORK/redis" --save '' --appendonly no
+start_redis "$REDIS_AOF" "$WORK/redis-aof" --save '' --appendonly yes --appendfsync always
+for p in "${REDLOCK[@]}"; do start_redis "$p" "$WORK/redis-$p" --save '' --appendonly no; done
+"$REPO/scripts/etcd.sh" start "$WORK/etcd" "$ETCD" >"$WORK/etcd.out" 2>&1 & pid_etcd=$!
+"$REPO/scripts/zookeeper.sh" start "$WORK/zk" "$ZK" >"$WORK/zk.out" 2>&1 & pid_zk=$!
 wait "$pid_pre" || die "the preloaded cluster did not start (see above)"
 wait "$pid_plain" || die "the plain cluster did not start (see above)"
-for _ in $(seq 1 100); do
-	redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
-	kill -0 "$REDIS_PID" 2>/dev/null || { cat "$REDIS_DIR/redis.log" >&2; die "redis-server exited"; }
-	sleep 0.1
+wait "$pid_etcd" || { cat "$WORK/etcd.out" >&2; die "etcd did not start"; }
+wait "$pid_zk" || { cat "$WORK/zk.out" >&2; die "ZooKeeper did not start"; }
+for p in "$REDIS" "$REDIS_AOF" "${REDLOCK[@]}"; do
+	for _ in $(seq 1 100); do
+		redis-cli -h 127.0.0.1 -p "$p" ping >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	redis-cli -h 127.0.0.1 -p "$p" ping >/dev/null 2>&1 || die "redis-server does not answer on port $p"
 done
-redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1 || die "redis-server does not answer on port $REDIS_PORT"
+# durable peers as configured: ZooKeeper's forceSync is not turned off, etcd's fsync neither
+! grep -qi '^forceSync *= *no' "$WORK/zk/zoo.cfg" || die "zoo.cfg turns forceSync off"
+ZK_SYNC="forceSync not set in zoo.cfg (default yes)"
 
 # No checkpoint during the measurements: the tables are filled after the last one, so no
-# run pays full-page images that an earlier run did not (see the note in latest.md).
-for c in "$DIR_PRE:$PORT_PRE" "$DIR_PLAIN:$PORT_PLAIN"; do
+# run pays full-page images that an earlier run did not.
+for c in "$WORK/pre:$PORT_PRE" "$WORK/plain:$PORT_PLAIN"; do
 	sql "${c%:*}" "${c##*:}" postgres \
 		-c "ALTER SYSTEM SET checkpoint_timeout = '1d'" -c "ALTER SYSTEM SET max_wal_size = '32GB'" \
 		-c "SELECT pg_reload_conf()" >/dev/null
@@ -138,81 +142,76 @@ for c in "$DIR_PRE:$PORT_PRE" "$DIR_PLAIN:$PORT_PLAIN"; do
 done
 
 # pg_lease must be in the mode each cluster claims: lease.stats() works only when preloaded
-sql "$DIR_PRE" "$PORT_PRE" bench -c "CREATE EXTENSION pg_lease"
-sql "$DIR_PRE" "$PORT_PRE" bench -c "SELECT lease.stats()" >/dev/null ||
+sql "$WORK/pre" "$PORT_PRE" bench -c "CREATE EXTENSION pg_lease"
+sql "$WORK/pre" "$PORT_PRE" bench -c "SELECT lease.stats()" >/dev/null ||
 	die "the cluster on port $PORT_PRE should have pg_lease preloaded, but lease.stats() fails"
-sql "$DIR_PLAIN" "$PORT_PLAIN" bench -c "CREATE EXTENSION pg_lease"
-if sql "$DIR_PLAIN" "$PORT_PLAIN" bench -c "SELECT lease.stats()" >/dev/null 2>&1; then
+sql "$WORK/plain" "$PORT_PLAIN" bench -c "CREATE EXTENSION pg_lease"
+if sql "$WORK/plain" "$PORT_PLAIN" bench -c "SELECT lease.stats()" >/dev/null 2>&1; then
 	die "the cluster on port $PORT_PLAIN should not have pg_lease preloaded, but lease.stats() works"
 fi
 
-log "filling the tables: $NRES resources for the runs, $SCALE_SMALL and $SCALE_LARGE for the scale runs"
+log "filling the tables: $NRES resources for the runs, 1k and 1M for the scale runs"
 jobs_pids=()
-fill_lease "$DIR_PRE" "$PORT_PRE" scale_1m s/ "$SCALE_LARGE" & jobs_pids+=($!)
-fill_lease "$DIR_PLAIN" "$PORT_PLAIN" scale_1m s/ "$SCALE_LARGE" & jobs_pids+=($!)
-fill_handmade "$DIR_PRE" "$PORT_PRE" scale_1m s/ "$SCALE_LARGE" & jobs_pids+=($!)
+fill_lease "$WORK/pre" "$PORT_PRE" scale_1m s/ 1000000 & jobs_pids+=($!)
+fill_lease "$WORK/plain" "$PORT_PLAIN" scale_1m s/ 1000000 & jobs_pids+=($!)
+fill_handmade "$WORK/pre" "$PORT_PRE" scale_1m s/ 1000000 & jobs_pids+=($!)
 (
-	fill_lease "$DIR_PRE" "$PORT_PRE" bench u/ "$NRES"
-	fill_statements "$DIR_PRE" "$PORT_PRE" bench
-	fill_handmade "$DIR_PRE" "$PORT_PRE" bench u/ "$NRES"
-	fill_floor "$DIR_PRE" "$PORT_PRE" bench
-	fill_lease "$DIR_PLAIN" "$PORT_PLAIN" bench u/ "$NRES"
-	for c in "$DIR_PRE:$PORT_PRE" "$DIR_PLAIN:$PORT_PLAIN"; do
-		fill_lease "${c%:*}" "${c##*:}" scale_1k s/ "$SCALE_SMALL"
+	fill_lease "$WORK/pre" "$PORT_PRE" bench u/ "$NRES"
+	fill_handmade "$WORK/pre" "$PORT_PRE" bench u/ "$NRES"
+	fill_floor "$WORK/pre" "$PORT_PRE" bench
+	fill_lease "$WORK/plain" "$PORT_PLAIN" bench u/ "$NRES"
+	for c in "$WORK/pre:$PORT_PRE" "$WORK/plain:$PORT_PLAIN"; do
+		fill_lease "${c%:*}" "${c##*:}" scale_1k s/ 1000
 	done
-	fill_handmade "$DIR_PRE" "$PORT_PRE" scale_1k s/ "$SCALE_SMALL"
+	fill_handmade "$WORK/pre" "$PORT_PRE" scale_1k s/ 1000
 	# Redis: the same number of other keys held, in logical databases 1 and 2
 	fill='for i = 1, tonumber(ARGV[1]) do redis.call("SET", "held/" .. i, "x", "PX", 3600000) end return 1'
-	redis-cli -h 127.0.0.1 -p "$REDIS_PORT" -n 1 EVAL "$fill" 0 "$SCALE_SMALL" >/dev/null
-	redis-cli -h 127.0.0.1 -p "$REDIS_PORT" -n 2 EVAL "$fill" 0 "$SCALE_LARGE" >/dev/null
+	redis-cli -h 127.0.0.1 -p "$REDIS" -n 1 EVAL "$fill" 0 1000 >/dev/null
+	redis-cli -h 127.0.0.1 -p "$REDIS" -n 2 EVAL "$fill" 0 1000000 >/dev/null
 ) & jobs_pids+=($!)
 for p in "${jobs_pids[@]}"; do
 	wait "$p" || die "filling the tables failed (see above)"
 done
-[ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" -n 2 DBSIZE)" = "$SCALE_LARGE" ] ||
-	die "redis database 2 does not hold $SCALE_LARGE keys"
+[ "$(redis-cli -h 127.0.0.1 -p "$REDIS" -n 2 DBSIZE)" = 1000000 ] || die "redis database 2 does not hold 1M keys"
 # the fill dirtied about a GB of page cache: write it out now, or the kernel's writeback
 # lands in the first runs and stalls their WAL flushes
 sync
 
 # ---- what the report records about the setup ------------------------------------------------------------
-PG_VERSION="$(sql "$DIR_PRE" "$PORT_PRE" postgres -c 'SELECT version()')"
-REDIS_VERSION="$(redis-server --version | sed 's/ sha=.*//')"
-SETTINGS="$(sql "$DIR_PRE" "$PORT_PRE" postgres -c "SELECT string_agg(name || '=' || current_setting(name), ', ' ORDER BY name)
+PG_VERSION="$(sql "$WORK/pre" "$PORT_PRE" postgres -c 'SELECT version()')"
+SETTINGS="$(sql "$WORK/pre" "$PORT_PRE" postgres -c "SELECT string_agg(name || '=' || current_setting(name), ', ' ORDER BY name)
 	FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method', 'full_page_writes', 'shared_buffers',
-	                                'checkpoint_timeout', 'max_wal_size', 'max_connections', 'autovacuum')")"
+	                                'checkpoint_timeout', 'max_wal_size', 'max_connections')")"
 COMMIT="$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-if [ -n "$(git -C "$REPO" status --porcelain -- extension 2>/dev/null | head -1)" ]; then
-	COMMIT="$COMMIT (extension/ has uncommitted changes)"
-fi
+[ -z "$(git -C "$REPO" status --porcelain -- client bench ':!bench/results' 2>/dev/null | head -1)" ] ||
+	COMMIT="$COMMIT (client/ or bench/ has uncommitted changes)"
 CMD="bench/run.sh"
 [ "$QUICK" = 0 ] || CMD="$CMD --quick"
-for v in PGLEASE_BENCH_PORT_PRELOAD PGLEASE_BENCH_PORT_PLAIN PGLEASE_BENCH_REDIS_PORT PGLEASE_BENCH_REPS \
-	PGLEASE_BENCH_DURATION PGLEASE_BENCH_HOT_DURATION PGLEASE_BENCH_WARMUP PGLEASE_BENCH_SCENARIOS; do
+for v in PGLEASE_BENCH_PORT_BASE PGLEASE_BENCH_REPS PGLEASE_BENCH_DURATION PGLEASE_BENCH_HOT_DURATION \
+	PGLEASE_BENCH_WARMUP PGLEASE_BENCH_SCENARIOS; do
 	[ -z "${!v:-}" ] || CMD="$v='${!v}' $CMD"
 done
 
 OUT="$BENCH_DIR/results"
 mkdir -p "$OUT"
 log "setup done; measuring ($MODE: $REPS repetitions)"
+rl="127.0.0.1:${REDLOCK[0]},127.0.0.1:${REDLOCK[1]},127.0.0.1:${REDLOCK[2]}"
 "$DRIVER" \
-	--pg-preload "$(conninfo "$DIR_PRE" "$PORT_PRE")" --pg-plain "$(conninfo "$DIR_PLAIN" "$PORT_PLAIN")" \
-	--redis "127.0.0.1:$REDIS_PORT" \
+	--pg-preload "$(conninfo "$WORK/pre" "$PORT_PRE")" --pg-plain "$(conninfo "$WORK/plain" "$PORT_PLAIN")" \
+	--redis "127.0.0.1:$REDIS" --redis-aof "127.0.0.1:$REDIS_AOF" --redlock "$rl" \
+	--etcd "127.0.0.1:$ETCD" --zookeeper "127.0.0.1:$ZK" \
 	--reps "$REPS" --duration "$DURATION" --hot-duration "$HOT_DURATION" --warmup "$WARMUP" \
-	--max-foreign 40 --max-redos "$max_redos" \
-	--resources "$NRES" --scale "$SCALE_SMALL,$SCALE_LARGE" --scenarios "$SCENARIOS" \
-	--mode "$MODE" --command "$CMD" \
+	--resources "$NRES" --scenarios "$SCENARIOS" \
 	--meta "command=\`$CMD\` (from the repository root)" \
 	--meta "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC'); commit $COMMIT" \
-	--meta "machine=$NPROC CPUs, $CPU_MODEL; fdatasync of one 8 kB write on /tmp (\`pg_test_fsync -s 2\`, stopped after that line): $FDATASYNC" \
-	--meta "load before the run=load average $LOAD_START, CPU busy $BUSY_START % over 1 s (the machine is shared with other engineers' tests; the per-run load is in the tables)" \
-	--meta "PostgreSQL=$PG_VERSION; two throwaway clusters from scripts/cluster.sh on Unix sockets: preloaded (port $PORT_PRE: pg_lease preloaded, advisory, handmade, the floors) and plain (port $PORT_PLAIN: pg_lease not preloaded)" \
-	--meta "settings=$SETTINGS" \
-	--meta "Redis=$REDIS_VERSION, throwaway \`redis-server\` on 127.0.0.1:$REDIS_PORT (TCP loopback), \`--save '' --appendonly no\`; client libhiredis" \
-	--note "tables filled before the runs: lease.grants by a direct INSERT as superuser of released rows (token = row number, then \`setval('lease.token_seq', max(token))\`; the \`hot\` row is then made by \`lease.acquire\`, which checks the sequence is past every token), handmade_lease by an INSERT of released rows" \
-	--note "no checkpoint during the measurements (\`checkpoint_timeout = 1d\`, \`max_wal_size = 32GB\`, tables filled after the last checkpoint): no run pays full-page images, so a run does not depend on what ran before it; a production server would add them after each checkpoint, to every table-based system alike" \
+	--meta "machine=$NPROC CPUs, $CPU_MODEL; fdatasync of one 8 kB write on /tmp (\`pg_test_fsync -s 2\`): $FDATASYNC" \
+	--meta "load before the run=load average $LOAD_START, CPU busy $BUSY_START % over 1 s; the 2 cores are shared with other engineers' test runs: the per-run CPU busy and load are in the tables, and the interleaving spreads the noise over every system alike" \
+	--meta "PostgreSQL=$PG_VERSION; two throwaway clusters (scripts/cluster.sh) on Unix sockets: preloaded (pg_lease preloaded, advisory, handmade, the floor) and plain; $SETTINGS; no checkpoint during the measurements, tables filled after the last one" \
+	--meta "Redis=$(redis-server --version | sed 's/ sha=.*//'), on 127.0.0.1: one with \`--save '' --appendonly no\` (Redis as people run it), one with \`--appendonly yes --appendfsync always\`, three plain ones for Redlock" \
+	--meta "etcd=$(etcd --version | head -1), one member (scripts/etcd.sh: default fsync, heartbeat 50 ms, election 500 ms); the provider and the raw client use its JSON gateway" \
+	--meta "ZooKeeper=standalone (scripts/zookeeper.sh: tickTime 200 ms; $ZK_SYNC); C client libzookeeper-mt" \
 	--out-md "$OUT/latest.md" --out-json "$OUT/latest.json" --out-svg "$OUT/latest.svg" ||
-	die "the benchmark driver failed"
+	die "the benchmark driver failed (or some runs failed: see the end of $OUT/latest.md)"
 
 log "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 sed -n '/^## Targets/,/^## 1\./p' "$OUT/latest.md" | sed '$d' >&2

@@ -21,8 +21,10 @@
 // Renew is LeaseKeepAlive (TTL 0 or lease not found: not held) plus a read of
 // the key (deleted server-side: not held).  Release deletes the key and
 // revokes the lease; a waiter that times out revokes its lease, which deletes
-// its key.  Keys of resource "a/b" lie under the prefix of resource "a", so
-// a queue read keeps only keys whose rest after the prefix is 16 hex digits.
+// its key.  A released grant's lease, holding no key any more, is kept in the
+// locker's pool (ClientOptions::max_idle_connections) for the next acquire with
+// the same TTL, after a keepalive: no LeaseGrant/LeaseRevoke per grant.  Keys of resource "a/b" lie under the
+// prefix of resource "a", so a queue read keeps only keys whose rest after the prefix is 16 hex digits.
 #include <cinttypes>
 #include <cstdio>
 #include <thread>
@@ -268,9 +270,68 @@ still_there(Api &api, const LockKey &lock)
 	return false;
 }
 
+// LeasePool -- the etcd leases of cleanly released grants (their lock key
+// deleted, so they hold no key), kept for the next acquire with the same TTL:
+// a grant then costs no LeaseGrant and LeaseRevoke, two of the four raft
+// writes it cost otherwise.  A pooled lease is used again only after a
+// keepalive says it is still alive (a keepalive is not a raft write); the
+// ones left when the pool goes are revoked.
+class LeasePool {
+public:
+	LeasePool(std::shared_ptr<Api> api, std::size_t max_idle) : api_(std::move(api)), max_idle_(max_idle) {}
+	~LeasePool()
+	{
+		for (auto &[ttl, lease] : idle_)
+			(void)api_->revoke(lease);
+	}
+	LeasePool(const LeasePool &) = delete;
+	LeasePool &operator=(const LeasePool &) = delete;
+
+	/// A pooled lease of ttl_seconds, alive and refreshed; 0 when none.
+	std::int64_t take(std::int64_t ttl_seconds)
+	{
+		for (;;) {
+			std::int64_t lease = 0;
+			{
+				std::lock_guard<std::mutex> lk(mu_);
+				auto it = std::find_if(idle_.begin(), idle_.end(),
+				                       [&](const auto &e) { return e.first == ttl_seconds; });
+				if (it == idle_.end())
+					return 0;
+				lease = it->second;
+				idle_.erase(it);
+			}
+			auto left = api_->keepalive(lease);
+			if (left && *left > 0)
+				return lease;
+			(void)api_->revoke(lease); // gone or unknown: not worth keeping
+		}
+	}
+
+	void give(std::int64_t lease, std::int64_t ttl_seconds)
+	{
+		{
+			std::lock_guard<std::mutex> lk(mu_);
+			if (idle_.size() < max_idle_) {
+				idle_.emplace_back(ttl_seconds, lease);
+				return;
+			}
+		}
+		(void)api_->revoke(lease);
+	}
+
+private:
+	std::shared_ptr<Api> api_;
+	const std::size_t max_idle_;
+	std::mutex mu_;
+	std::vector<std::pair<std::int64_t, std::int64_t>> idle_; // (TTL in seconds, lease ID)
+};
+
 class EtcdGrant final : public Grant {
 public:
-	EtcdGrant(std::shared_ptr<Api> api, LockKey lock) noexcept : api_(std::move(api)), lock_(std::move(lock))
+	EtcdGrant(std::shared_ptr<Api> api, LockKey lock, std::shared_ptr<LeasePool> pool,
+	          std::int64_t ttl_seconds) noexcept
+	    : api_(std::move(api)), lock_(std::move(lock)), pool_(std::move(pool)), ttl_seconds_(ttl_seconds)
 	{
 	}
 
@@ -293,10 +354,21 @@ public:
 			return Error{Errc::internal, "", "out of memory"};
 		}
 	}
+	// delete the key; the lease, holding no key now, goes to the pool
 	Result<bool> release() noexcept override
 	{
 		try {
-			return api_->end(lock_.key, lock_.lease);
+			auto deleted = api_->delete_key(lock_.key);
+			if (deleted && *deleted && pool_) {
+				pool_->give(lock_.lease, ttl_seconds_);
+				return true;
+			}
+			auto revoked = api_->revoke(lock_.lease);
+			if (!deleted)
+				return deleted.error();
+			if (!revoked)
+				return revoked.error();
+			return *deleted;
 		} catch (...) {
 			return Error{Errc::internal, "", "out of memory"};
 		}
@@ -305,11 +377,16 @@ public:
 private:
 	std::shared_ptr<Api> api_;
 	LockKey lock_;
+	std::shared_ptr<LeasePool> pool_;
+	const std::int64_t ttl_seconds_;
 };
 
 class EtcdLocker final : public LockerBase {
 public:
-	explicit EtcdLocker(std::shared_ptr<Api> api) noexcept : api_(std::move(api)) {}
+	EtcdLocker(std::shared_ptr<Api> api, std::size_t max_idle)
+	    : api_(std::move(api)), pool_(std::make_shared<LeasePool>(api_, max_idle))
+	{
+	}
 
 	Capabilities capabilities() const noexcept override
 	{
@@ -402,7 +479,9 @@ private:
 		    options.heartbeat > milliseconds{0} ? options.heartbeat : options.ttl / 3;
 		for (;;) { // once per place in the queue
 			auto alive_since = Clock::now();
-			auto lease = api_->lease_grant(ttl_seconds);
+			Result<std::int64_t> lease = pool_->take(ttl_seconds);
+			if (*lease == 0)
+				lease = api_->lease_grant(ttl_seconds);
 			if (!lease)
 				return lease.error();
 			LockKey lock{std::string(resource), resource_prefix(resource) + lease_hex(*lease), *lease, 0};
@@ -437,7 +516,7 @@ private:
 					Granted g;
 					g.token = lock.revision;
 					g.deadline = alive_since + options.ttl;
-					g.grant = std::make_unique<EtcdGrant>(api_, std::move(lock));
+					g.grant = std::make_unique<EtcdGrant>(api_, std::move(lock), pool_, ttl_seconds);
 					return g;
 				}
 				auto now = Clock::now();
@@ -460,6 +539,7 @@ private:
 	}
 
 	std::shared_ptr<Api> api_;
+	std::shared_ptr<LeasePool> pool_;
 };
 
 } // namespace
@@ -472,7 +552,8 @@ connect_etcd(std::string_view url, const ClientOptions &options) noexcept
 		if (!endpoints)
 			return endpoints.error();
 		auto gateway = std::make_shared<Gateway>(std::move(*endpoints), options);
-		auto locker = std::make_unique<EtcdLocker>(std::make_shared<Api>(std::move(gateway)));
+		auto locker = std::make_unique<EtcdLocker>(std::make_shared<Api>(std::move(gateway)),
+		                                           options.max_idle_connections);
 		if (auto ok = locker->constructed(); !ok)
 			return ok.error();
 		return std::unique_ptr<Locker>{std::move(locker)};

@@ -35,7 +35,10 @@
 // still exist with our czxid and session.  A grant not renewed by its local
 // deadline closes its session itself (its watchdog), so an unrenewed lease
 // ends server-side when it ends locally, as with the other providers.
-// Release deletes the node and closes the session.
+// Release deletes the node and gives the session to the locker's pool of idle
+// sessions (at most ClientOptions::max_idle_connections), reused by the next
+// acquire with the same TTL while connected: no createSession/closeSession
+// per grant.  Any other end of a grant closes its session.
 #include <algorithm>
 #include <optional>
 #include <condition_variable>
@@ -104,12 +107,63 @@ retryable(int rc)
 	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
 }
 
+// SessionPool -- the sessions of cleanly released grants, kept open for the
+// next acquire with the same TTL (a session's timeout is its lease's TTL):
+// a grant then costs no createSession and closeSession, two of the five
+// writes to the transaction log it cost otherwise.  A session is reused only
+// while connected and not expired; it holds no node when pooled.
+class SessionPool {
+public:
+	explicit SessionPool(std::size_t max_idle) : max_idle_(max_idle) {}
+
+	std::unique_ptr<Session> take(milliseconds ttl) noexcept
+	{
+		std::vector<std::unique_ptr<Session>> stale; // closed outside the lock
+		std::unique_ptr<Session> found;
+		{
+			std::lock_guard<std::mutex> lk(mu_);
+			for (auto it = idle_.begin(); it != idle_.end() && !found;) {
+				if (it->first != ttl) {
+					++it;
+					continue;
+				}
+				auto s = std::move(it->second);
+				it = idle_.erase(it);
+				if (s->connected() && !s->expired())
+					found = std::move(s);
+				else
+					stale.push_back(std::move(s));
+			}
+		}
+		return found;
+	}
+
+	void give(std::unique_ptr<Session> session, milliseconds ttl) noexcept
+	{
+		try {
+			std::lock_guard<std::mutex> lk(mu_);
+			if (idle_.size() < max_idle_) {
+				idle_.emplace_back(ttl, std::move(session));
+				return;
+			}
+		} catch (...) {
+		}
+		session.reset(); // closes it, outside the lock
+	}
+
+private:
+	const std::size_t max_idle_;
+	std::mutex mu_;
+	std::vector<std::pair<milliseconds, std::unique_ptr<Session>>> idle_;
+};
+
 // ZookeeperGrant -- one lease: its session and its lock node
 class ZookeeperGrant final : public Grant {
 public:
 	ZookeeperGrant(std::unique_ptr<Session> session, std::string node, std::int64_t token,
-	               Clock::time_point deadline)
-	    : session_(std::move(session)), node_(std::move(node)), token_(token), deadline_(deadline)
+	               Clock::time_point deadline, std::shared_ptr<SessionPool> pool, milliseconds session_ttl)
+	    : session_(std::move(session)), node_(std::move(node)), token_(token), deadline_(deadline),
+	      pool_(std::move(pool)), session_ttl_(session_ttl)
 	{
 		watchdog_ = std::thread([this] { close_at_deadline(); });
 	}
@@ -121,7 +175,8 @@ public:
 		}
 		cv_.notify_all();
 		watchdog_.join();
-		session_->close();
+		if (session_)
+			session_->close();
 	}
 	ZookeeperGrant(const ZookeeperGrant &) = delete;
 	ZookeeperGrant &operator=(const ZookeeperGrant &) = delete;
@@ -131,8 +186,8 @@ public:
 		try {
 			std::lock_guard<std::mutex> lk(mu_);
 			auto sent = Clock::now();
-			if (session_->closed() || session_->expired())
-				return false; // SESSION_EXPIRED: the node is gone
+			if (!session_ || session_->closed() || session_->expired())
+				return false; // released, or SESSION_EXPIRED: the node is gone
 			if (!session_->connected())
 				return Error{Errc::unavailable, "",
 				             "zookeeper " + session_->hosts() +
@@ -156,6 +211,8 @@ public:
 	{
 		try {
 			std::lock_guard<std::mutex> lk(mu_);
+			if (!session_)
+				return false; // released already
 			if (session_->closed() || session_->expired()) {
 				session_->close();
 				return false;
@@ -167,9 +224,11 @@ public:
 				                 node_ + " goes when its session expires"};
 			}
 			int rc = zoo_delete(session_->handle(), node_.c_str(), -1);
-			session_->close();
-			if (rc == ZOK)
+			if (rc == ZOK) { // the session holds no node now: the next grant may use it
+				pool_->give(std::move(session_), session_ttl_);
 				return true;
+			}
+			session_->close();
 			if (rc == ZNONODE || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE)
 				return false;
 			return error_of(rc, session_->hosts(), "delete " + node_);
@@ -187,28 +246,33 @@ private:
 		std::unique_lock<std::mutex> lk(mu_);
 		while (!stopping_) {
 			if (Clock::now() >= deadline_) {
-				session_->close();
+				if (session_)
+					session_->close();
 				return;
 			}
 			cv_.wait_until(lk, deadline_);
 		}
 	}
 
-	std::unique_ptr<Session> session_;
+	std::unique_ptr<Session> session_; // null once given back to the pool
 	const std::string node_;
 	const std::int64_t token_;
 	std::mutex mu_; // guards deadline_, stopping_ and every use of the session
 	std::condition_variable cv_;
 	Clock::time_point deadline_;
 	bool stopping_ = false;
+	const std::shared_ptr<SessionPool> pool_;
+	const milliseconds session_ttl_;
 	std::thread watchdog_;
 };
 
-// ZookeeperLocker -- each acquire opens a session and queues a lock node
+// ZookeeperLocker -- each acquire takes a session of its own (a released
+// grant's, or a new one) and queues a lock node
 class ZookeeperLocker final : public LockerBase {
 public:
-	ZookeeperLocker(Target target, ClientOptions options) noexcept
-	    : target_(std::move(target)), options_(options)
+	ZookeeperLocker(Target target, ClientOptions options)
+	    : target_(std::move(target)), options_(options),
+	      pool_(std::make_shared<SessionPool>(options.max_idle_connections))
 	{
 	}
 
@@ -326,10 +390,13 @@ private:
 	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
 	{
 		const auto give_up = Clock::now() + options.wait;
-		auto opened = Session::open(target_.hosts, options.ttl, options_.connect_timeout);
-		if (!opened)
-			return opened.error();
-		std::unique_ptr<Session> session = std::move(*opened);
+		std::unique_ptr<Session> session = pool_->take(options.ttl);
+		if (!session) {
+			auto opened = Session::open(target_.hosts, options.ttl, options_.connect_timeout);
+			if (!opened)
+				return opened.error();
+			session = std::move(*opened);
+		}
 		if (session->negotiated() < options.ttl)
 			return Error{Errc::invalid_argument, "22023",
 			             "zookeeper " + target_.hosts + ": the servers grant sessions of at most " +
@@ -364,8 +431,8 @@ private:
 				Granted g;
 				g.token = mine->czxid;
 				g.deadline = checked + options.ttl;
-				g.grant =
-				    std::make_unique<ZookeeperGrant>(std::move(session), my_path, mine->czxid, g.deadline);
+				g.grant = std::make_unique<ZookeeperGrant>(std::move(session), my_path, mine->czxid,
+				                                           g.deadline, pool_, options.ttl);
 				return g;
 			}
 			if (Clock::now() >= give_up) {
@@ -389,6 +456,7 @@ private:
 
 	Target target_;
 	ClientOptions options_;
+	std::shared_ptr<SessionPool> pool_;
 };
 
 } // namespace
