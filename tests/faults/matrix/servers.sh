@@ -10,7 +10,6 @@ ZK="$ROOT/scripts/zookeeper.sh"
 export ZK_PEER_OFFSET=10
 COUNTER_SQL="CREATE TABLE IF NOT EXISTS matrix_counter (id int PRIMARY KEY, v bigint NOT NULL, max_token bigint NOT NULL);
 INSERT INTO matrix_counter VALUES (1, 0, 0) ON CONFLICT (id) DO NOTHING"
-declare -a STARTED_DIRS=() # kind:dir, stopped by servers_cleanup
 
 q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 pg_dsn() { echo "host=$1/sock port=$2 dbname=matrix user=postgres"; }
@@ -23,10 +22,17 @@ pg_db() {
 	q -d "$(pg_dsn "$1" "$2")" -c "$COUNTER_SQL" >/dev/null
 }
 
+# store_up PROVIDER... -- the counter store of the non-PostgreSQL providers:
+# one database each (matrix_PROVIDER), as they run side by side
 store_up() {
-	pg_db "$WORK/store" "$MP" nopreload
-	STORE_DSN="$(pg_dsn "$WORK/store" "$MP")"
+	local p
+	start_cluster "$WORK/store" "$MP" nopreload >/dev/null
+	for p in "$@"; do
+		q -h "$WORK/store/sock" -p "$MP" -U postgres -d postgres -c "CREATE DATABASE matrix_$p"
+		q -d "$(store_dsn "$p")" -c "$COUNTER_SQL" >/dev/null
+	done
 }
+store_dsn() { echo "host=$WORK/store/sock port=$MP dbname=matrix_$1 user=postgres"; }
 
 pg_up() { pg_db "$WORK/pg" $((MP + 10)); pg_dsn "$WORK/pg" $((MP + 10)) >"$URLS/pg"; }
 pg_down() { PGLEASE_TEST_PORT=$((MP + 10)) "$CLUSTER" stop "$WORK/pg" immediate >/dev/null 2>&1 || true; rm -rf "$WORK/pg"; }
@@ -62,7 +68,6 @@ pgsync_down() {
 redis_pair_up() { # NAME PORT [persist]
 	"$REDIS" start "$WORK/$1-p" "$2" ${3:-} >/dev/null
 	"$REDIS" start "$WORK/$1-r" $(($2 + 1)) ${3:-} >/dev/null
-	STARTED_DIRS+=("redis:$WORK/$1-p" "redis:$WORK/$1-r")
 	redis-cli -p $(($2 + 1)) REPLICAOF 127.0.0.1 "$2" >/dev/null
 	local i
 	for i in $(seq 1 100); do
@@ -81,7 +86,6 @@ redlock_up() {
 	local n url=""
 	for n in 0 1 2; do
 		"$REDIS" start "$WORK/redlock-$n" $((MP + 40 + n)) >/dev/null
-		STARTED_DIRS+=("redis:$WORK/redlock-$n")
 		url="${url:+$url,}127.0.0.1:$((MP + 40 + n))"
 	done
 	echo "redlock://$url" >"$URLS/redlock"
@@ -91,7 +95,6 @@ redlock_down() { local n; for n in 0 1 2; do "$REDIS" kill "$WORK/redlock-$n" >/
 etcd_up() {
 	local spec="$((MP + 50)),$((MP + 52)),$((MP + 54))" n pids=()
 	for n in 0 1 2; do
-		STARTED_DIRS+=("etcd:$WORK/etcd-$n")
 		"$ETCD" start "$WORK/etcd-$n" $((MP + 50 + 2 * n)) "$spec" >/dev/null &
 		pids+=($!)
 	done
@@ -103,7 +106,6 @@ etcd_down() { local n; for n in 0 1 2; do "$ETCD" kill "$WORK/etcd-$n" >/dev/nul
 zk_up() {
 	local ens="$((MP + 70)),$((MP + 71)),$((MP + 72))" n i
 	for n in 0 1 2; do
-		STARTED_DIRS+=("zk:$WORK/zk-$n")
 		"$ZK" start "$WORK/zk-$n" $((MP + 70 + n)) "$ens" $((n + 1)) >/dev/null
 	done
 	for i in $(seq 1 300); do
@@ -114,13 +116,14 @@ zk_up() {
 }
 zk_down() { local n; for n in 0 1 2; do "$ZK" kill "$WORK/zk-$n" >/dev/null 2>&1 || true; done; }
 
+# servers_cleanup -- stop every server of the matrix (started in subshells:
+# found by their directories)
 servers_cleanup() {
-	local e
-	for e in "${STARTED_DIRS[@]}"; do
-		case "${e%%:*}" in
-		redis) "$REDIS" kill "${e#*:}" >/dev/null 2>&1 || true ;;
-		etcd) "$ETCD" kill "${e#*:}" >/dev/null 2>&1 || true ;;
-		zk) "$ZK" kill "${e#*:}" >/dev/null 2>&1 || true ;;
-		esac
+	local d
+	for d in "$WORK"/redis-? "$WORK"/redisaof-? "$WORK"/redlock-?; do [ ! -d "$d" ] || "$REDIS" kill "$d" >/dev/null 2>&1 || true; done
+	for d in "$WORK"/etcd-?; do [ ! -d "$d" ] || "$ETCD" kill "$d" >/dev/null 2>&1 || true; done
+	for d in "$WORK"/zk-?; do [ ! -d "$d" ] || "$ZK" kill "$d" >/dev/null 2>&1 || true; done
+	for d in pg:$((MP + 10)) pgsync-p:$((MP + 20)) pgsync-s:$((MP + 21)); do
+		[ ! -d "$WORK/${d%%:*}" ] || PGLEASE_TEST_PORT="${d#*:}" "$CLUSTER" stop "$WORK/${d%%:*}" immediate >/dev/null 2>&1 || true
 	done
 }
