@@ -107,7 +107,7 @@ restart_cluster_node() {
 
 nemesis_restart() {
 	local k i nodes
-	case "$PROV" in redlock | etcd | zk) nodes="0 1 2" ;; *) nodes="$(seq 0 $((REPEAT - 1)))" ;; esac
+	case "$PROV" in redlock | etcd | zk) nodes="0 1 2" ;; *) nodes="$(seq -s " " 0 $((REPEAT - 1)))" ;; esac
 	[ "$QUICK" != 1 ] || nodes=0
 	for k in $nodes; do
 		case "$PROV" in

@@ -34,7 +34,8 @@ TTL_MS=2000
 WORK_MS=1000
 WORKERS=3
 if [ "$QUICK" = 1 ]; then REPEAT=1 ATTEMPTS=2; else REPEAT=3 ATTEMPTS=4; fi
-PROVIDERS="${MATRIX_PROVIDERS:-zk pgsync etcd redlock pg redis redisaof}"
+SHOWN_ORDER="pgsync pg redis redisaof redlock etcd zk"
+PROVIDERS="${MATRIX_PROVIDERS:-zk pgsync etcd redlock pg redis redisaof}" # run order: the slow starters first
 declare -A LABEL=([pgsync]="PostgreSQL + sync standby" [pg]="PostgreSQL alone" [redis]="Redis single"
 	[redisaof]="Redis single, appendfsync always" [redlock]="Redlock ×3" [etcd]="etcd ×3" [zk]="ZooKeeper ×3")
 failed_cells=0
@@ -140,6 +141,7 @@ run_provider() {
 }
 
 started=$SECONDS
+bash "$ROOT/tests/faults/matrix/check_selftest.sh" >"$WORK/out-selftest" 2>&1 || true
 store_up $PROVIDERS
 # providers run side by side (own ports each), MATRIX_JOBS at a time; the
 # slow starters first
@@ -151,7 +153,7 @@ for PROV in $PROVIDERS; do
 done
 wait
 failures=0
-for PROV in $PROVIDERS; do
+for PROV in selftest $PROVIDERS; do
 	cat "$WORK/out-$PROV"
 	failures=$((failures + $(grep -c '^not ok' "$WORK/out-$PROV" || true)))
 done
@@ -159,7 +161,7 @@ echo "# matrix: $((SECONDS - started)) s"
 {
 	echo "| provider | nemesis | write | grants | acks | rejected | lost | overlaps | token_bad | attempts | verdict |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|"
-	for PROV in $PROVIDERS; do cat "$WORK/table-$PROV"; done
+	for PROV in $SHOWN_ORDER; do [ ! -f "$WORK/table-$PROV" ] || cat "$WORK/table-$PROV"; done
 } >"$WORK/matrix.table"
 sed 's/^/# /' "$WORK/matrix.table"
 if [ "$QUICK" != 1 ] && [ -z "${MATRIX_PROVIDERS:-}${MATRIX_NEMESES:-}" ]; then
