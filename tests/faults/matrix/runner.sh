@@ -9,7 +9,10 @@
 # pause; Redlock's "fenced" lost update; Redis's double grant after an async
 # failover; Redlock's double grant after a restart) did not show within its
 # attempts.  MATRIX_PORT (default 59000) is the base of its 100 ports;
-# MATRIX_PROVIDERS limits the providers (default: all seven).
+# MATRIX_PROVIDERS / MATRIX_NEMESES limit a run (default: all seven, all
+# three; a limited run does not rewrite the results); MATRIX_JOBS providers
+# run side by side (quick 4, full 3); MATRIX_KEEP=DIR keeps a copy of the
+# work directory (worker logs) for a post-mortem.
 source "$(dirname "$0")/../lib.sh"
 MP="${MATRIX_PORT:-59000}"
 MW="$ROOT/build/client/pglease_matrix_worker"
