@@ -109,7 +109,7 @@ restart_cluster_node() {
 	local k="$1" j=$((($1 + 1) % 3)) i
 	kill -9 "$(node_pid "$PROV" "$j")"
 	mark
-	i="$(wait_holding 30)" || { node_start "$PROV" "$j"; SHOWN_NOTE="no grant while node $j was down"; return 1; }
+	i="$(wait_holding 60)" || { node_start "$PROV" "$j"; SHOWN_NOTE="no grant while node $j was down"; return 1; }
 	kill -9 "$(node_pid "$PROV" "$k")"
 	mark
 	node_start "$PROV" "$k" &

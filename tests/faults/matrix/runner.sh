@@ -90,7 +90,8 @@ cell_expectation() {
 	echo report
 }
 
-# run_cell MODE -- attempts until the expected anomaly shows (bounded), judge, add a table row
+# run_cell MODE -- attempts until the fault lands and the expected anomaly
+# shows (bounded), judge, add a table row
 run_cell() {
 	local mode="$1" exp attempt=0 verdict name violations
 	exp="$(cell_expectation "$mode")"
@@ -99,8 +100,9 @@ run_cell() {
 		attempt=$((attempt + 1))
 		[ "$NEM" != failover ] || { "${PROV}_down"; "${PROV}_up"; }
 		run_once "$mode"
-		[[ "$exp" == anomaly:* ]] && [ "$NOTE_OK" = 1 ] && [ "$(count "${exp#anomaly:}")" -gt 0 ] && break
+		[ "$NOTE_OK" = 1 ] || { echo "# $name: attempt $attempt: fault missed ($SHOWN_NOTE)"; continue; }
 		[[ "$exp" == anomaly:* ]] || break
+		[ "$(count "${exp#anomaly:}")" -gt 0 ] && break
 	done
 	violations=$(($(count overlaps) + ($(count token_bad) > 0 ? $(count token_bad) : 0)))
 	[ "$mode" = unfenced ] || violations=$((violations + $(count lost)))
