@@ -10,7 +10,9 @@ if [ "${FAULTS_SKIP_BUILD:-0}" != 1 ]; then
 	"$ROOT/scripts/install-deps.sh"
 	"$ROOT/scripts/install-extension.sh"
 fi
-tests="checker_selftest crash pause failover hostile_input privilege_audit pooler"
+# matrix: the safety matrix of every provider (tests/faults/matrix/, its own
+# ports 59000-59099: MATRIX_PORT)
+tests="checker_selftest crash pause failover hostile_input privilege_audit pooler matrix"
 if [ "$QUICK" != 1 ]; then
 	# the full run: the extension with its Assert()s checked, and the client
 	# suite under AddressSanitizer/UBSan; the normal build is put back after

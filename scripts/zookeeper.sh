@@ -12,7 +12,8 @@
 #
 # ENSEMBLE is the client ports of every member, comma-separated
 # (e.g. 57001,57002,57003), ID this member's 1-based position in it.  Member
-# N's quorum and election ports are its client port + 100 and + 200.  Without
+# N's quorum and election ports are its client port + 100 and + 200 (+ Q and
+# + 2Q with ZK_PEER_OFFSET=Q, for a caller with a narrow port range).  Without
 # ENSEMBLE the server is standalone.
 #
 # zoo.cfg: tickTime 200 ms, and session timeouts from minSessionTimeout 400 ms
@@ -26,6 +27,7 @@ set -euo pipefail
 die() { echo "zookeeper.sh: $*" >&2; exit 1; }
 
 JAVA="${JAVA:-java}"
+peer="${ZK_PEER_OFFSET:-100}"
 ZK_JAR=/usr/share/java/zookeeper.jar # its manifest's Class-Path names its other jars
 command -v "$JAVA" >/dev/null 2>&1 ||
 	die "java not found: install default-jre-headless (scripts/install-deps.sh)"
@@ -110,7 +112,7 @@ start)
 			for i in "${!members[@]}"; do
 				p="${members[$i]}"
 				check_port "$p"
-				echo "server.$((i + 1))=127.0.0.1:$((p + 100)):$((p + 200))"
+				echo "server.$((i + 1))=127.0.0.1:$((p + peer)):$((p + 2 * peer))"
 			done
 			echo "$myid" >"$dir/data/myid"
 		fi
