@@ -7,11 +7,12 @@
 # "address already in use" in a server's log).
 #
 #   54300-54500  PostgreSQL test, fault and benchmark clusters
-#   56300-57100  Redis, etcd and ZooKeeper servers of the client suites
+#   56300-57300  Redis, etcd and ZooKeeper servers of the client suites (ZooKeeper
+#                ensembles: quorum and election ports at +100 and +200)
 #   58000-60199  HA cluster, fault matrix, benchmark servers
 #   64300-64500  PgBouncer of the fault suite, the benchmark's Redis
 set -euo pipefail
-RANGES="54300-54500,56300-57100,58000-60199,64300-64500"
+RANGES="54300-54500,56300-57300,58000-60199,64300-64500"
 FILE=/proc/sys/net/ipv4/ip_local_reserved_ports
 if [ ! -w "$FILE" ]; then
 	echo "reserve-test-ports.sh: $FILE not writable (not root): test ports not reserved" >&2

@@ -117,9 +117,15 @@ start)
 			echo "$myid" >"$dir/data/myid"
 		fi
 	} >"$dir/zoo.cfg"
-	# a JVM tuned to start fast and stay small
+	# a JVM tuned to start fast and stay small.  leaderConnectDelayDuringRetryMs:
+	# a follower of a newly elected leader tries its quorum port 5 times, by
+	# default 100 ms apart; a leader slower than that to open it (a JVM on a
+	# busy machine) lost its followers, and the ensemble went back to electing,
+	# round after round (seen: 17-33 s without a leader after one stopped).
+	# 500 ms apart keeps the tries within initLimit (25 ticks, 5 s).
 	nohup "$JAVA" -Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
 		-Dorg.slf4j.simpleLogger.defaultLogLevel=info -Dzookeeper.jmx.log4j.disable=true \
+		-Dzookeeper.leaderConnectDelayDuringRetryMs=500 \
 		-cp "$classpath" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
 		>>"$dir/zookeeper.log" 2>&1 </dev/null &
 	echo $! >"$dir/zookeeper.pid"
