@@ -25,9 +25,13 @@
 
 #include "memory/space.hpp"
 #include "pglease/pglease.hpp"
+#include "support.hpp"
 
 using namespace std::chrono_literals;
 using pglease::Errc;
+using test_support::eventually;
+using test_support::in_other_thread;
+using test_support::opts;
 
 namespace {
 
@@ -94,36 +98,6 @@ unique_resource()
 		if (c == '/')
 			c = '-';
 	return "conf/" + name + "/" + std::to_string(n++) + "/" + std::to_string(::getpid());
-}
-
-pglease::LeaseOptions
-opts(std::chrono::milliseconds ttl, std::chrono::milliseconds wait = 0ms)
-{
-	pglease::LeaseOptions o;
-	o.ttl = ttl;
-	o.wait = wait;
-	return o;
-}
-
-// in_other_thread -- run fn on a thread of its own (the no-nested rule is per thread)
-template <class F>
-auto
-in_other_thread(F &&fn)
-{
-	return std::async(std::launch::async, std::forward<F>(fn)).get();
-}
-
-template <class Pred>
-bool
-eventually(Pred pred, std::chrono::milliseconds limit)
-{
-	auto end = std::chrono::steady_clock::now() + limit;
-	while (std::chrono::steady_clock::now() < end) {
-		if (pred())
-			return true;
-		std::this_thread::sleep_for(10ms);
-	}
-	return pred();
 }
 
 // The capabilities each provider documents (README "Providers").
