@@ -29,28 +29,7 @@ command -v curl >/dev/null 2>&1 || die "curl not found: install curl (scripts/in
 cmd="${1:-}"; dir="${2:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: etcd.sh start DIR PORT [CLUSTER-SPEC] | stop|kill|restart DIR"
 
-alive() {
-	local state
-	state="$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" || return 1
-	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
-}
-
-pid_of() {
-	local pid
-	[ -f "$1/etcd.pid" ] || return 1
-	pid="$(cat "$1/etcd.pid")"
-	[[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" || return 1
-	echo "$pid"
-}
-
-wait_gone() {
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		alive "$1" || return 0
-		sleep 0.05
-	done
-	return 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
 
 valid_port() {
 	[[ "$1" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 65534 ] || die "bad port '$1' (1-65534)"
@@ -72,7 +51,7 @@ start)
 	[ "$member_in" -eq 1 ] || die "port $port is not in the cluster spec '$spec'"
 	mkdir -p "$dir"
 	dir="$(cd "$dir" && pwd)"
-	if pid="$(pid_of "$dir")"; then
+	if pid="$(pid_of "$dir/etcd.pid")"; then
 		die "a member from $dir is already running (pid $pid)"
 	fi
 	for p in "$port" "$((port + 1))"; do
@@ -106,13 +85,13 @@ start)
 	die "etcd on port $port not healthy within 20 s (log: $dir/etcd.log)"
 	;;
 stop)
-	if pid="$(pid_of "$dir")"; then
+	if pid="$(pid_of "$dir/etcd.pid")"; then
 		kill -TERM "$pid"
 		wait_gone "$pid" 30 || die "etcd (pid $pid) did not exit within 30 s of SIGTERM"
 	fi
 	;;
 kill)
-	if pid="$(pid_of "$dir")"; then
+	if pid="$(pid_of "$dir/etcd.pid")"; then
 		kill -KILL "$pid"
 		wait_gone "$pid" 10 || die "etcd (pid $pid) still there after SIGKILL"
 	fi

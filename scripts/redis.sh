@@ -23,33 +23,7 @@ command -v redis-cli >/dev/null 2>&1 ||
 cmd="${1:-}"; dir="${2:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: redis.sh start DIR PORT [persist] | stop|kill|restart DIR"
 
-# alive PID -- the process exists and has not exited.  A daemonized server is
-# the child of init, which may take a second or two to reap it: a zombie has
-# closed its port and files already, so it counts as gone.
-alive() {
-	local state
-	state="$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" || return 1
-	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
-}
-
-# pid_of DIR -- the server's pid if its pidfile names a live process
-pid_of() {
-	local pid
-	[ -f "$1/redis.pid" ] || return 1
-	pid="$(cat "$1/redis.pid")"
-	[[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" || return 1
-	echo "$pid"
-}
-
-# wait_gone PID SECONDS -- wait until the process has exited
-wait_gone() {
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		alive "$1" || return 0
-		sleep 0.05
-	done
-	return 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
 
 case "$cmd" in
 start)
@@ -60,7 +34,7 @@ start)
 	case "$mode" in volatile | persist) ;; *) die "unknown mode '$mode' (persist or nothing)" ;; esac
 	mkdir -p "$dir"
 	dir="$(cd "$dir" && pwd)"
-	if pid="$(pid_of "$dir")"; then
+	if pid="$(pid_of "$dir/redis.pid")"; then
 		die "a server from $dir is already running (pid $pid)"
 	fi
 	# a server already on the port would answer our PING and pass for this one
@@ -98,13 +72,13 @@ start)
 	die "redis-server on port $port did not answer PING within 10 s (log: $dir/redis.log)"
 	;;
 stop)
-	if pid="$(pid_of "$dir")"; then
+	if pid="$(pid_of "$dir/redis.pid")"; then
 		kill -TERM "$pid"
 		wait_gone "$pid" 30 || die "redis-server (pid $pid) did not exit within 30 s of SIGTERM"
 	fi
 	;;
 kill)
-	if pid="$(pid_of "$dir")"; then
+	if pid="$(pid_of "$dir/redis.pid")"; then
 		kill -KILL "$pid"
 		wait_gone "$pid" 10 || die "redis-server (pid $pid) still there after SIGKILL"
 	fi

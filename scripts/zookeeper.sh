@@ -40,28 +40,7 @@ cmd="${1:-}"; dir="${2:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] ||
 	die "usage: zookeeper.sh start DIR PORT [ENSEMBLE ID] | stop|kill|restart|mode DIR"
 
-alive() {
-	local state
-	state="$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" || return 1
-	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
-}
-
-pid_of() {
-	local pid
-	[ -f "$1/zookeeper.pid" ] || return 1
-	pid="$(cat "$1/zookeeper.pid")"
-	[[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" || return 1
-	echo "$pid"
-}
-
-wait_gone() {
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		alive "$1" || return 0
-		sleep 0.05
-	done
-	return 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
 
 # four_letter PORT WORD -- the server's answer to a four-letter word, or nothing
 four_letter() {
@@ -83,7 +62,7 @@ start)
 	check_port "$port"
 	mkdir -p "$dir/data"
 	dir="$(cd "$dir" && pwd)"
-	if pid="$(pid_of "$dir")"; then
+	if pid="$(pid_of "$dir/zookeeper.pid")"; then
 		die "a server from $dir is already running (pid $pid)"
 	fi
 	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -134,7 +113,7 @@ start)
 	[ -z "$ensemble" ] || exit 0
 	# up to 20 s for "imok" and a mode (JVM start, snapshot load)
 	for ((i = 0; i < 200; i++)); do
-		pid_of "$dir" >/dev/null || { tail -20 "$dir/zookeeper.log" >&2; die "ZooKeeper on port $port exited"; }
+		pid_of "$dir/zookeeper.pid" >/dev/null || { tail -20 "$dir/zookeeper.log" >&2; die "ZooKeeper on port $port exited"; }
 		if [ "$(four_letter "$port" ruok)" = imok ] && four_letter "$port" srvr | grep -q '^Mode:'; then
 			exit 0
 		fi
@@ -144,7 +123,7 @@ start)
 	die "ZooKeeper on port $port did not serve within 20 s (log: $dir/zookeeper.log)"
 	;;
 stop | kill)
-	if pid="$(pid_of "$dir")"; then
+	if pid="$(pid_of "$dir/zookeeper.pid")"; then
 		if [ "$cmd" = stop ]; then
 			kill -TERM "$pid"
 			wait_gone "$pid" 30 || die "ZooKeeper (pid $pid) did not exit within 30 s of SIGTERM"
