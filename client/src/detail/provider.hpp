@@ -120,6 +120,8 @@ protected:
 
 	[[nodiscard]] const std::string &holder_prefix() const noexcept { return holder_prefix_; }
 	[[nodiscard]] const std::shared_ptr<LeaseEngine> &engine() const noexcept { return engine_; }
+
+public:
 	/// Errc::internal when construction failed, else success.
 	[[nodiscard]] Result<void> constructed() const noexcept;
 
@@ -129,8 +131,21 @@ private:
 	std::atomic<unsigned long long> acquires_{0};
 };
 
+/// A new locker as a provider's factory returns it: Errc::internal when its
+/// construction failed.
+template <class L>
+Result<std::unique_ptr<Locker>>
+handed_out(std::unique_ptr<L> locker)
+{
+	if (auto ok = locker->constructed(); !ok)
+		return ok.error();
+	return std::unique_ptr<Locker>{std::move(locker)};
+}
+
 /// A provider linked in as a component registers its URL scheme here (from a
-/// static initializer of its library); connect() looks schemes up.
+/// static initializer of its library); connect() looks schemes up.  A factory
+/// may throw: connect() turns an exception into Errc::internal, in one place
+/// for every provider.
 using ProviderFactory = Result<std::unique_ptr<Locker>> (*)(std::string_view url,
                                                             const ClientOptions &options);
 bool register_provider(std::string_view scheme, ProviderFactory factory) noexcept;

@@ -9,6 +9,6 @@
 
 namespace pglease::detail {
 
-Result<std::unique_ptr<Locker>> connect_etcd(std::string_view url, const ClientOptions &options) noexcept;
+Result<std::unique_ptr<Locker>> connect_etcd(std::string_view url, const ClientOptions &options);
 
 } // namespace pglease::detail

@@ -545,23 +545,15 @@ private:
 } // namespace
 
 Result<std::unique_ptr<Locker>>
-connect_etcd(std::string_view url, const ClientOptions &options) noexcept
+connect_etcd(std::string_view url, const ClientOptions &options)
 {
-	try {
-		auto endpoints = etcd::parse_url(url);
-		if (!endpoints)
-			return endpoints.error();
-		auto gateway = std::make_shared<Gateway>(std::move(*endpoints), options);
-		auto locker = std::make_unique<EtcdLocker>(std::make_shared<Api>(std::move(gateway)),
-		                                           options.max_idle_connections);
-		if (auto ok = locker->constructed(); !ok)
-			return ok.error();
-		return std::unique_ptr<Locker>{std::move(locker)};
-	} catch (const std::exception &e) {
-		return Error{Errc::internal, "", e.what()};
-	} catch (...) {
-		return Error{Errc::internal, "", "unknown exception"};
-	}
+	auto endpoints = etcd::parse_url(url);
+	if (!endpoints)
+		return endpoints.error();
+	auto gateway = std::make_shared<Gateway>(std::move(*endpoints), options);
+	auto locker =
+	    std::make_unique<EtcdLocker>(std::make_shared<Api>(std::move(gateway)), options.max_idle_connections);
+	return handed_out(std::move(locker));
 }
 
 } // namespace pglease::detail

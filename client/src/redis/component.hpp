@@ -10,7 +10,7 @@
 
 namespace pglease::detail {
 
-Result<std::unique_ptr<Locker>> connect_redis(std::string_view url, const ClientOptions &options) noexcept;
-Result<std::unique_ptr<Locker>> connect_redlock(std::string_view url, const ClientOptions &options) noexcept;
+Result<std::unique_ptr<Locker>> connect_redis(std::string_view url, const ClientOptions &options);
+Result<std::unique_ptr<Locker>> connect_redlock(std::string_view url, const ClientOptions &options);
 
 } // namespace pglease::detail

@@ -263,25 +263,16 @@ private:
 } // namespace
 
 Result<std::unique_ptr<Locker>>
-connect_redis(std::string_view url, const ClientOptions &options) noexcept
+connect_redis(std::string_view url, const ClientOptions &options)
 {
-	try {
-		auto target = redis::parse_url(url);
-		if (!target)
-			return target.error();
-		if (target->redlock || target->nodes.size() != 1)
-			return Error{Errc::invalid_argument, "",
-			             "redis:// names exactly one node: redis://host:port[/db]"};
-		auto node = std::make_shared<Node>(target->nodes[0], target->db, options, options.statement_grace);
-		auto locker = std::make_unique<RedisLocker>(std::move(node));
-		if (auto ok = locker->constructed(); !ok)
-			return ok.error();
-		return std::unique_ptr<Locker>{std::move(locker)};
-	} catch (const std::exception &e) {
-		return Error{Errc::internal, "", e.what()};
-	} catch (...) {
-		return Error{Errc::internal, "", "unknown exception"};
-	}
+	auto target = redis::parse_url(url);
+	if (!target)
+		return target.error();
+	if (target->redlock || target->nodes.size() != 1)
+		return Error{Errc::invalid_argument, "", "redis:// names exactly one node: redis://host:port[/db]"};
+	auto node = std::make_shared<Node>(target->nodes[0], target->db, options, options.statement_grace);
+	auto locker = std::make_unique<RedisLocker>(std::move(node));
+	return handed_out(std::move(locker));
 }
 
 } // namespace pglease::detail

@@ -249,27 +249,19 @@ private:
 } // namespace
 
 Result<std::unique_ptr<Locker>>
-connect_redlock(std::string_view url, const ClientOptions &options) noexcept
+connect_redlock(std::string_view url, const ClientOptions &options)
 {
-	try {
-		auto target = redis::parse_url(url);
-		if (!target)
-			return target.error();
-		if (!target->redlock || target->nodes.size() < 3)
-			return Error{Errc::invalid_argument, "",
-			             "redlock:// names three or more independent nodes: redlock://h1:p1,h2:p2,h3:p3"};
-		auto nodes = std::make_shared<Nodes>();
-		for (const auto &endpoint : target->nodes)
-			nodes->push_back(std::make_shared<Node>(endpoint, target->db, options, milliseconds{50}));
-		auto locker = std::make_unique<RedlockLocker>(std::move(nodes));
-		if (auto ok = locker->constructed(); !ok)
-			return ok.error();
-		return std::unique_ptr<Locker>{std::move(locker)};
-	} catch (const std::exception &e) {
-		return Error{Errc::internal, "", e.what()};
-	} catch (...) {
-		return Error{Errc::internal, "", "unknown exception"};
-	}
+	auto target = redis::parse_url(url);
+	if (!target)
+		return target.error();
+	if (!target->redlock || target->nodes.size() < 3)
+		return Error{Errc::invalid_argument, "",
+		             "redlock:// names three or more independent nodes: redlock://h1:p1,h2:p2,h3:p3"};
+	auto nodes = std::make_shared<Nodes>();
+	for (const auto &endpoint : target->nodes)
+		nodes->push_back(std::make_shared<Node>(endpoint, target->db, options, milliseconds{50}));
+	auto locker = std::make_unique<RedlockLocker>(std::move(nodes));
+	return handed_out(std::move(locker));
 }
 
 } // namespace pglease::detail

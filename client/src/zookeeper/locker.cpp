@@ -462,21 +462,13 @@ private:
 } // namespace
 
 Result<std::unique_ptr<Locker>>
-connect_zookeeper(std::string_view url, const ClientOptions &options) noexcept
+connect_zookeeper(std::string_view url, const ClientOptions &options)
 {
-	try {
-		auto target = zookeeper::parse_url(url);
-		if (!target)
-			return target.error();
-		auto locker = std::make_unique<ZookeeperLocker>(std::move(*target), options);
-		if (auto ok = locker->constructed(); !ok)
-			return ok.error();
-		return std::unique_ptr<Locker>{std::move(locker)};
-	} catch (const std::exception &e) {
-		return Error{Errc::internal, "", e.what()};
-	} catch (...) {
-		return Error{Errc::internal, "", "unknown exception"};
-	}
+	auto target = zookeeper::parse_url(url);
+	if (!target)
+		return target.error();
+	auto locker = std::make_unique<ZookeeperLocker>(std::move(*target), options);
+	return handed_out(std::move(locker));
 }
 
 } // namespace pglease::detail
