@@ -51,14 +51,7 @@ start)
 	[ "$member_in" -eq 1 ] || die "port $port is not in the cluster spec '$spec'"
 	mkdir -p "$dir"
 	dir="$(cd "$dir" && pwd)"
-	if pid="$(pid_of "$dir/etcd.pid")"; then
-		die "a member from $dir is already running (pid $pid)"
-	fi
-	for p in "$port" "$((port + 1))"; do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			die "port $p is in use already (a member left by a crashed test? see its pidfile under /tmp/pglease-etcd-test.*)"
-		fi
-	done
+	claim "$dir/etcd.pid" "$port" "$((port + 1))"
 	echo "$port" >"$dir/port"
 	echo "$spec" >"$dir/cluster"
 	state=new

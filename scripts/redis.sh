@@ -34,13 +34,8 @@ start)
 	case "$mode" in volatile | persist) ;; *) die "unknown mode '$mode' (persist or nothing)" ;; esac
 	mkdir -p "$dir"
 	dir="$(cd "$dir" && pwd)"
-	if pid="$(pid_of "$dir/redis.pid")"; then
-		die "a server from $dir is already running (pid $pid)"
-	fi
 	# a server already on the port would answer our PING and pass for this one
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		die "port $port is in use already (a server left by a crashed test? see its pidfile under /tmp/pglease-redis-test.*)"
-	fi
+	claim "$dir/redis.pid" "$port"
 	echo "$port" >"$dir/port"
 	echo "$mode" >"$dir/mode"
 	{

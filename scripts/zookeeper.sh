@@ -62,12 +62,7 @@ start)
 	check_port "$port"
 	mkdir -p "$dir/data"
 	dir="$(cd "$dir" && pwd)"
-	if pid="$(pid_of "$dir/zookeeper.pid")"; then
-		die "a server from $dir is already running (pid $pid)"
-	fi
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		die "port $port is in use already (a server left by a crashed test? see its pidfile under /tmp/pglease-zk-test.*)"
-	fi
+	claim "$dir/zookeeper.pid" "$port"
 	echo "$port" >"$dir/port"
 	echo "$ensemble" >"$dir/ensemble"
 	echo "$myid" >"$dir/myid-arg"

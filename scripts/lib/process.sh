@@ -29,3 +29,19 @@ wait_gone() {
 	done
 	return 1
 }
+
+# claim PIDFILE PORT... -- before a start: no server of this directory is
+# running, and nothing listens on the ports (a server left by a crashed test
+# would answer for the new one).  Needs the caller's die.
+claim() {
+	local pidfile="$1" pid p
+	shift
+	if pid="$(pid_of "$pidfile")"; then
+		die "a server from $(dirname "$pidfile") is already running (pid $pid)"
+	fi
+	for p in "$@"; do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			die "port $p is in use already (a server left by a crashed test? see the pidfiles under /tmp/pglease-*test.*)"
+		fi
+	done
+}
