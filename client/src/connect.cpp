@@ -59,6 +59,10 @@ register_provider(std::string_view scheme, ProviderFactory factory) noexcept
 }
 
 Result<std::unique_ptr<Locker>> connect_memory(std::string_view name, const ClientOptions &options) noexcept;
+/// The conninfo the client connects with (postgres/connection.cpp): URL or
+/// key=value, checked by libpq's own parser, with connect_timeout added
+/// unless the user gave one.  Errc::invalid_argument when libpq refuses it.
+Result<std::string> postgres_conninfo(std::string_view dsn, std::chrono::milliseconds connect_timeout) noexcept;
 
 } // namespace detail
 
@@ -76,47 +80,72 @@ Locker::release(std::string_view, std::int64_t) noexcept
 	             "the " + std::string{provider()} + " provider cannot release a lease by its token"};
 }
 
+namespace {
+
+Result<std::unique_ptr<Locker>> connect_unredacted(std::string_view url, const ClientOptions &options);
+
+} // namespace
+
+// connect -- every message it returns has the URL's password masked
 Result<std::unique_ptr<Locker>>
 connect(std::string_view url, ClientOptions options) noexcept
 {
 	try {
-		auto colon = url.find(':');
-		auto scheme_end = url.find("://");
-		bool keyvalue = scheme_end == std::string_view::npos && url.find('=') != std::string_view::npos;
-		if (url.empty() || keyvalue || url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
-			return std::unique_ptr<Locker>{std::make_unique<Client>(std::string{url}, options)};
-		if (url.rfind("memory:", 0) == 0)
-			return detail::connect_memory(url.substr(7), options);
-		if (scheme_end == std::string_view::npos || colon != scheme_end || scheme_end == 0)
-			return Error{Errc::invalid_argument, "",
-			             "cannot tell the provider of \"" + std::string{url} +
-			                 "\": expected postgresql://..., a libpq key=value string, redis://host:port, "
-			                 "redlock://h1:p1,h2:p2,h3:p3, etcd://h:p, zookeeper://h:p or memory:"};
-		std::string_view scheme = url.substr(0, scheme_end);
-		detail::ProviderFactory factory = nullptr;
-		{
-			detail::Registry &r = detail::registry();
-			std::lock_guard<std::mutex> lk(r.mu);
-			auto it = r.factories.find(scheme);
-			if (it != r.factories.end())
-				factory = it->second;
-		}
-		if (factory)
-			return factory(url, options);
-		std::string_view component = detail::component_of(scheme);
-		if (component.empty())
-			return Error{Errc::invalid_argument, "",
-			             "unknown URL scheme \"" + std::string{scheme} +
-			                 "\": expected postgresql, redis, redlock, etcd, zookeeper or memory"};
-		return Error{Errc::invalid_argument, "",
-		             "the " + std::string{scheme} + " provider is not linked in: link pglease::" +
-		                 std::string{component} + " (CMake: find_package(pglease COMPONENTS " +
-		                 std::string{component} + ")) or pkg-config pglease-" + std::string{component}};
+		Result<std::unique_ptr<Locker>> locker = connect_unredacted(url, options);
+		if (!locker)
+			return Error{locker.error().code, locker.error().sqlstate, redact(locker.error().message, url)};
+		return locker;
 	} catch (const std::exception &e) {
 		return Error{Errc::internal, "", e.what()};
 	} catch (...) {
 		return Error{Errc::internal, "", "unknown exception"};
 	}
 }
+
+namespace {
+
+// connect_unredacted -- the URL's scheme picks the factory; may throw
+Result<std::unique_ptr<Locker>>
+connect_unredacted(std::string_view url, const ClientOptions &options)
+{
+	auto colon = url.find(':');
+	auto scheme_end = url.find("://");
+	bool keyvalue = scheme_end == std::string_view::npos && url.find('=') != std::string_view::npos;
+	if (url.empty() || keyvalue || url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
+		// a malformed conninfo is refused here, before any I/O
+		if (auto ok = detail::postgres_conninfo(url, options.connect_timeout); !ok)
+			return ok.error();
+		return std::unique_ptr<Locker>{std::make_unique<Client>(std::string{url}, options)};
+	}
+	if (url.rfind("memory:", 0) == 0)
+		return detail::connect_memory(url.substr(7), options);
+	if (scheme_end == std::string_view::npos || colon != scheme_end || scheme_end == 0)
+		return Error{Errc::invalid_argument, "",
+		             "cannot tell the provider of \"" + std::string{url} +
+		                 "\": expected postgresql://..., a libpq key=value string, redis://host:port, "
+		                 "redlock://h1:p1,h2:p2,h3:p3, etcd://h:p, zookeeper://h:p or memory:"};
+	std::string_view scheme = url.substr(0, scheme_end);
+	detail::ProviderFactory factory = nullptr;
+	{
+		detail::Registry &r = detail::registry();
+		std::lock_guard<std::mutex> lk(r.mu);
+		auto it = r.factories.find(scheme);
+		if (it != r.factories.end())
+			factory = it->second;
+	}
+	if (factory)
+		return factory(url, options);
+	std::string_view component = detail::component_of(scheme);
+	if (component.empty())
+		return Error{Errc::invalid_argument, "",
+		             "unknown URL scheme \"" + std::string{scheme} +
+		                 "\": expected postgresql, redis, redlock, etcd, zookeeper or memory"};
+	return Error{Errc::invalid_argument, "",
+	             "the " + std::string{scheme} + " provider is not linked in: link pglease::" +
+	                 std::string{component} + " (CMake: find_package(pglease COMPONENTS " +
+	                 std::string{component} + ")) or pkg-config pglease-" + std::string{component}};
+}
+
+} // namespace
 
 } // namespace pglease

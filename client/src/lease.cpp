@@ -41,7 +41,97 @@ thread_holds_lease() noexcept
 	return holds;
 }
 
+// utf8_error_at -- the offset of the first byte that is not part of valid
+// UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above
+// U+10FFFF), or npos
+std::size_t
+utf8_error_at(std::string_view s) noexcept
+{
+	std::size_t i = 0;
+	while (i < s.size()) {
+		auto b = static_cast<unsigned char>(s[i]);
+		std::size_t n;
+		unsigned char lo = 0x80, hi = 0xBF; // allowed range of the second byte
+		if (b < 0x80)
+			n = 1;
+		else if (b >= 0xC2 && b <= 0xDF)
+			n = 2;
+		else if (b >= 0xE0 && b <= 0xEF) {
+			n = 3;
+			if (b == 0xE0)
+				lo = 0xA0; // overlong
+			else if (b == 0xED)
+				hi = 0x9F; // surrogates
+		} else if (b >= 0xF0 && b <= 0xF4) {
+			n = 4;
+			if (b == 0xF0)
+				lo = 0x90; // overlong
+			else if (b == 0xF4)
+				hi = 0x8F; // above U+10FFFF
+		} else
+			return i;
+		if (i + n > s.size())
+			return i;
+		for (std::size_t k = 1; k < n; k++) {
+			auto c = static_cast<unsigned char>(s[i + k]);
+			if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF))
+				return i;
+		}
+		i += n;
+	}
+	return std::string_view::npos;
+}
+
 } // namespace
+
+Clock::time_point
+deadline_after(Clock::time_point from, milliseconds d) noexcept
+{
+	if (d <= milliseconds{0})
+		return from + d; // not reached with the checked values; kept exact
+	auto room = std::chrono::duration_cast<milliseconds>(Clock::time_point::max() - from);
+	if (d >= room)
+		return Clock::time_point::max();
+	return from + d;
+}
+
+milliseconds
+saturating_add(milliseconds a, milliseconds b) noexcept
+{
+	if (b > milliseconds::zero() && a > milliseconds::max() - b)
+		return milliseconds::max();
+	return a + b;
+}
+
+Result<void>
+check_label(std::string_view what, std::string_view value, std::size_t max_bytes) noexcept
+{
+	try {
+		std::string name{what};
+		if (value.size() > max_bytes)
+			return Error{Errc::invalid_argument, "22023",
+			             name + " is too long: " + std::to_string(value.size()) + " bytes, the limit is " +
+			                 std::to_string(max_bytes)};
+		if (auto nul = value.find('\0'); nul != std::string_view::npos)
+			return Error{Errc::invalid_argument, "22023",
+			             name + " contains a NUL byte (at byte " + std::to_string(nul) +
+			                 "): names are UTF-8 text without NUL bytes"};
+		if (auto bad = utf8_error_at(value); bad != std::string_view::npos)
+			return Error{Errc::invalid_argument, "22021",
+			             name + " is not valid UTF-8 (at byte " + std::to_string(bad) + ")"};
+		return {};
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+Result<void>
+check_resource(std::string_view resource) noexcept
+{
+	if (resource.empty())
+		return Error{Errc::invalid_argument, "22023", "resource must not be empty"};
+	return check_label("resource", resource, max_resource_bytes);
+}
 
 // ---- LeaseEngine --------------------------------------------------------------
 
@@ -107,8 +197,8 @@ LeaseEngine::renew_now(LeaseState &st) noexcept
 
 	if (renewed && *renewed) {
 		std::lock_guard<std::mutex> lk(st.mu);
-		st.deadline = sent + st.ttl - st.drift;
-		st.next_renew = sent + st.heartbeat;
+		st.deadline = deadline_after(sent, st.ttl - st.drift);
+		st.next_renew = deadline_after(sent, st.heartbeat);
 		return {};
 	}
 	if (renewed) {
@@ -228,19 +318,90 @@ LockerBase::drift(milliseconds) const noexcept
 	return milliseconds{0};
 }
 
+milliseconds
+LockerBase::max_ttl() const noexcept
+{
+	return milliseconds::max();
+}
+
+Result<void>
+LockerBase::check_ttl(milliseconds ttl) const
+{
+	if (ttl <= milliseconds{0})
+		return Error{Errc::invalid_argument, "22023", "ttl must be positive"};
+	if (ttl > max_ttl())
+		return Error{Errc::invalid_argument, "22023",
+		             "ttl " + format_duration(ttl) + " is longer than the " + std::string{provider()} +
+		                 " provider can hold: its maximum is " + format_duration(max_ttl())};
+	return {};
+}
+
+Result<bool>
+LockerBase::renew_by_token(std::string_view, std::int64_t, milliseconds)
+{
+	return Error{Errc::invalid_argument, "",
+	             "the " + std::string{provider()} + " provider cannot renew a lease by its token"};
+}
+
+Result<bool>
+LockerBase::release_by_token(std::string_view, std::int64_t)
+{
+	return Error{Errc::invalid_argument, "",
+	             "the " + std::string{provider()} + " provider cannot release a lease by its token"};
+}
+
+Result<bool>
+LockerBase::renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept
+{
+	try {
+		if (auto ok = check_resource(resource); !ok)
+			return ok.error();
+		if (token <= 0)
+			return Error{Errc::invalid_argument, "22023", "token must be positive"};
+		if (auto ok = check_ttl(ttl); !ok)
+			return ok.error();
+		return renew_by_token(resource, token, ttl);
+	} catch (const std::exception &e) {
+		return Error{Errc::internal, "", e.what()};
+	} catch (...) {
+		return Error{Errc::internal, "", "unknown exception"};
+	}
+}
+
+Result<bool>
+LockerBase::release(std::string_view resource, std::int64_t token) noexcept
+{
+	try {
+		if (auto ok = check_resource(resource); !ok)
+			return ok.error();
+		if (token <= 0)
+			return Error{Errc::invalid_argument, "22023", "token must be positive"};
+		return release_by_token(resource, token);
+	} catch (const std::exception &e) {
+		return Error{Errc::internal, "", e.what()};
+	} catch (...) {
+		return Error{Errc::internal, "", "unknown exception"};
+	}
+}
+
 Result<Lease>
 LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noexcept
 {
 	if (auto ok = constructed(); !ok)
 		return ok.error();
 	try {
-		// the SQLSTATE the extension gives the same mistakes (22023), for every provider
-		if (resource.empty())
-			return Error{Errc::invalid_argument, "22023", "resource must not be empty"};
-		if (options.ttl <= milliseconds{0} || options.wait < milliseconds{0})
-			return Error{Errc::invalid_argument, "22023", "ttl must be positive and wait not negative"};
+		// the SQLSTATE the extension gives the same mistakes (22023), for
+		// every provider, before any I/O
+		if (auto ok = check_resource(resource); !ok)
+			return ok.error();
+		if (auto ok = check_label("holder", options.holder, max_holder_bytes); !ok)
+			return ok.error();
+		if (auto ok = check_ttl(options.ttl); !ok)
+			return ok.error();
+		if (options.wait < milliseconds{0})
+			return Error{Errc::invalid_argument, "22023", "wait must not be negative"};
 		auto heartbeat = options.heartbeat.count() > 0 ? options.heartbeat : options.ttl / 3;
-		if (heartbeat * 2 > options.ttl || heartbeat.count() <= 0)
+		if (heartbeat > options.ttl / 2 || heartbeat.count() <= 0)
 			return Error{Errc::invalid_argument, "22023", "heartbeat must be positive and at most ttl/2"};
 		if (thread_holds_lease() && !(options.wait.count() == 0 && options.allow_nested_try))
 			return Error{Errc::nested, "LS002",
@@ -260,7 +421,7 @@ LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noex
 		state->heartbeat = heartbeat;
 		state->drift = drift(options.ttl);
 		state->deadline = granted->deadline;
-		state->next_renew = std::min(Clock::now() + heartbeat, granted->deadline);
+		state->next_renew = std::min(deadline_after(Clock::now(), heartbeat), granted->deadline);
 		state->grant = std::move(granted->grant);
 		if (options.auto_renew)
 			engine_->track(state);

@@ -35,6 +35,13 @@ std::ostream &operator<<(std::ostream &os, const Error &error);
 /// Connection trouble and timeouts may succeed later; the rest will not.
 [[nodiscard]] bool is_retryable(const Error &error) noexcept;
 
+/// TEXT with every password masked as "****": the password of a URL's
+/// userinfo (scheme://user:PASSWORD@host), the value of a password= keyword
+/// (libpq key=value strings, URL queries), and wherever it occurs, each such
+/// password of DSN (the URL or conninfo the text may quote).  Every message
+/// pglease makes from a URL goes through it; use it to log a DSN.
+[[nodiscard]] std::string redact(std::string_view text, std::string_view dsn = {});
+
 /// The Errc for a SQLSTATE of the pg_lease API (README "SQLSTATEs").
 [[nodiscard]] Errc errc_from_sqlstate(std::string_view sqlstate) noexcept;
 

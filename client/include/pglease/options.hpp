@@ -54,6 +54,14 @@ struct LeaseOptions {
 /// with other users of advisory locks.
 inline constexpr std::string_view advisory_key_prefix = "pglease:";
 
+/// The longest resource name and holder label, in bytes, for every provider
+/// (the extension's own limits, LEASE_MAX_RESOURCE_BYTES and
+/// LEASE_MAX_HOLDER_BYTES).  Both must also be valid UTF-8 without NUL bytes:
+/// a name means the same lease on every provider, or it is refused
+/// (Errc::invalid_argument) before any I/O.
+inline constexpr std::size_t max_resource_bytes = 256;
+inline constexpr std::size_t max_holder_bytes = 256;
+
 /// "250ms", "30s", "5m", "2h": the shortest exact form.
 [[nodiscard]] std::string format_duration(std::chrono::milliseconds d);
 

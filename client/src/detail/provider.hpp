@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -28,6 +29,20 @@ namespace pglease::detail {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+/// from + d, saturating at Clock::time_point::max(): a wait or TTL of
+/// milliseconds::max() means "as long as the clock goes", never a deadline in
+/// the past.  Every provider computes its deadlines with it.
+[[nodiscard]] Clock::time_point deadline_after(Clock::time_point from, milliseconds d) noexcept;
+/// a + b for non-negative durations, saturating at milliseconds::max().
+[[nodiscard]] milliseconds saturating_add(milliseconds a, milliseconds b) noexcept;
+
+/// A resource name or holder label every provider can carry unchanged:
+/// at most max_bytes bytes of valid UTF-8 without NUL bytes (and, for a
+/// resource, not empty).  Errc::invalid_argument (22023) naming `what`.
+[[nodiscard]] Result<void> check_label(std::string_view what, std::string_view value, std::size_t max_bytes) noexcept;
+/// check_label for a resource name (max_resource_bytes, not empty).
+[[nodiscard]] Result<void> check_resource(std::string_view resource) noexcept;
 
 /// One grant, as its provider holds it.  renew and release may be called from
 /// different threads, never at the same time for one grant (LeaseState::op_mu).
@@ -103,6 +118,11 @@ class LockerBase : public Locker {
 public:
 	Result<Lease> acquire(std::string_view resource, const LeaseOptions &options = {}) noexcept override;
 	Result<Lease> try_acquire(std::string_view resource, LeaseOptions options = {}) noexcept override;
+	/// The token-level calls: the arguments are checked here, once for every
+	/// provider (resource as for acquire, token positive, ttl positive and at
+	/// most max_ttl()), then renew_by_token / release_by_token run.
+	Result<bool> renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept final;
+	Result<bool> release(std::string_view resource, std::int64_t token) noexcept final;
 
 protected:
 	/// Holder labels of this locker are "pglease@host:pid:n:k".
@@ -117,6 +137,18 @@ protected:
 	                              const std::string &holder) = 0;
 	/// The clock-drift allowance subtracted from each renewal's deadline.
 	[[nodiscard]] virtual milliseconds drift(milliseconds ttl) const noexcept;
+	/// The longest TTL this provider can hold (default: no limit).  A longer
+	/// one is refused before any I/O, with a message naming this maximum.
+	[[nodiscard]] virtual milliseconds max_ttl() const noexcept;
+	/// renew / release of the grant (resource, token) after the checks of
+	/// renew() / release(); true: done, false: not the current grant.  Only the
+	/// current holder's grant may be renewed or released.  May throw (turned
+	/// into Errc::internal).  Default: Errc::invalid_argument, the provider
+	/// cannot name a grant by its token.
+	virtual Result<bool> renew_by_token(std::string_view resource, std::int64_t token, milliseconds ttl);
+	virtual Result<bool> release_by_token(std::string_view resource, std::int64_t token);
+	/// Errc::invalid_argument when ttl is not positive or above max_ttl().
+	[[nodiscard]] Result<void> check_ttl(milliseconds ttl) const;
 
 	[[nodiscard]] const std::string &holder_prefix() const noexcept { return holder_prefix_; }
 	[[nodiscard]] const std::shared_ptr<LeaseEngine> &engine() const noexcept { return engine_; }

@@ -396,41 +396,27 @@ public:
 	}
 	std::string_view provider() const noexcept override { return "etcd"; }
 
-	Result<bool> renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept override
+	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, milliseconds) override
 	{
-		if (resource.empty() || token <= 0 || ttl <= milliseconds{0})
-			return Error{Errc::invalid_argument, "22023",
-			             "resource must not be empty, token and ttl must be positive"};
-		try {
-			auto lock = find(resource, token);
-			if (!lock)
-				return lock.error();
-			if (lock->lease == 0)
-				return false;
-			auto left = api_->keepalive(lock->lease);
-			if (!left)
-				return left.error();
-			return *left > 0;
-		} catch (...) {
-			return Error{Errc::internal, "", "out of memory"};
-		}
+		auto lock = find(resource, token);
+		if (!lock)
+			return lock.error();
+		if (lock->lease == 0)
+			return false;
+		auto left = api_->keepalive(lock->lease);
+		if (!left)
+			return left.error();
+		return *left > 0;
 	}
 
-	Result<bool> release(std::string_view resource, std::int64_t token) noexcept override
+	Result<bool> release_by_token(std::string_view resource, std::int64_t token) override
 	{
-		if (resource.empty() || token <= 0)
-			return Error{Errc::invalid_argument, "22023",
-			             "resource must not be empty, token must be positive"};
-		try {
-			auto lock = find(resource, token);
-			if (!lock)
-				return lock.error();
-			if (lock->lease == 0)
-				return false;
-			return api_->end(lock->key, lock->lease);
-		} catch (...) {
-			return Error{Errc::internal, "", "out of memory"};
-		}
+		auto lock = find(resource, token);
+		if (!lock)
+			return lock.error();
+		if (lock->lease == 0)
+			return false;
+		return api_->end(lock->key, lock->lease);
 	}
 
 	using LockerBase::constructed;

@@ -57,7 +57,7 @@ protected:
 		try {
 			Granted g;
 			g.token = *token;
-			g.deadline = sent + options.ttl;
+			g.deadline = deadline_after(sent, options.ttl);
 			g.grant = std::make_unique<MemoryGrant>(space_, std::string{resource}, *token);
 			return g;
 		} catch (...) {

@@ -20,6 +20,8 @@
 // only: durable = false, survives_failover = false, not distributed.
 #include "memory/space.hpp"
 
+#include "detail/provider.hpp"
+
 #include <algorithm>
 #include <new>
 #include <system_error>
@@ -45,16 +47,6 @@ make_error(Errc code, const char *message) noexcept
 	} catch (...) {
 	}
 	return error;
-}
-
-/// t + d, saturated at the clock's end (d >= 0).
-std::chrono::steady_clock::time_point
-later(std::chrono::steady_clock::time_point t, milliseconds d) noexcept
-{
-	const auto room = std::chrono::steady_clock::time_point::max() - t;
-	if (d >= std::chrono::duration_cast<milliseconds>(room))
-		return std::chrono::steady_clock::time_point::max();
-	return t + d;
 }
 
 } // namespace
@@ -101,7 +93,7 @@ LockSpace::current(const Entry &entry, Clock::time_point now) noexcept
 std::int64_t
 LockSpace::grant(Entry &entry, std::string_view holder, Clock::time_point now, milliseconds ttl)
 {
-	entry.grant = Grant{std::string{holder}, last_token_ + 1, later(now, ttl)};
+	entry.grant = Grant{std::string{holder}, last_token_ + 1, deadline_after(now, ttl)};
 	// counted only once the grant exists, so a failed allocation skips no token
 	return ++last_token_;
 }
@@ -141,7 +133,7 @@ LockSpace::acquire(std::string_view resource, std::string_view holder, milliseco
 
 	try {
 		auto now = Clock::now();
-		const auto deadline = later(now, wait);
+		const auto deadline = deadline_after(now, wait);
 		std::unique_lock<std::mutex> lock(mu_);
 
 		auto it = entries_.find(resource);
@@ -155,7 +147,7 @@ LockSpace::acquire(std::string_view resource, std::string_view holder, milliseco
 		if (current(entry, now)) {
 			// the holder's own grant again: same token, new expiry, never a wait
 			if (entry.grant->holder == holder) {
-				entry.grant->expiry = later(now, ttl);
+				entry.grant->expiry = deadline_after(now, ttl);
 				return entry.grant->token;
 			}
 		} else if (entry.queue.empty()) {
@@ -204,7 +196,7 @@ LockSpace::renew(std::string_view resource, std::int64_t token, milliseconds ttl
 			drop_if_idle(it, now);
 			return false;
 		}
-		it->second.grant->expiry = later(now, ttl);
+		it->second.grant->expiry = deadline_after(now, ttl);
 		return true;
 	} catch (const std::exception &e) {
 		return make_error(Errc::internal, e.what());

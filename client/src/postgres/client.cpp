@@ -25,9 +25,9 @@ namespace detail {
 // PgPool -- idle connections, and backoff while the server is unreachable
 class PgPool {
 public:
-	PgPool(std::string conninfo, ClientOptions options)
-	    : conninfo_(std::move(conninfo)), options_(options), backoff_(options.backoff_initial),
-	      rng_(std::random_device{}())
+	PgPool(std::string_view dsn, ClientOptions options)
+	    : conninfo_(postgres_conninfo(dsn, options.connect_timeout)), options_(options),
+	      backoff_(options.backoff_initial), rng_(std::random_device{}())
 	{
 	}
 
@@ -36,6 +36,8 @@ public:
 	// borrow -- an idle connection, or a new one unless the server is in backoff
 	Result<DbPtr> borrow() noexcept
 	{
+		if (!conninfo_) // a malformed DSN: final, nothing to retry
+			return conninfo_.error();
 		{
 			std::lock_guard<std::mutex> lk(mu_);
 			while (!idle_.empty()) {
@@ -52,7 +54,7 @@ public:
 				                 " ms (last error: " + last_error_.message + ")"};
 			}
 		}
-		Result<DbPtr> db = db_connect(conninfo_, options_.connect_timeout, options_.statement_grace);
+		Result<DbPtr> db = db_connect(*conninfo_, options_.statement_grace);
 		std::lock_guard<std::mutex> lk(mu_);
 		if (db || db.error().code != Errc::unavailable) {
 			// the server answered (a refused extension version is final, not
@@ -90,7 +92,7 @@ public:
 	}
 
 private:
-	std::string conninfo_;
+	Result<std::string> conninfo_; // an error when libpq refused the DSN
 	ClientOptions options_;
 	std::mutex mu_;
 	std::vector<DbPtr> idle_;
@@ -171,6 +173,23 @@ public:
 	using LockerBase::constructed;
 
 protected:
+	// lease.max_ttl's own maximum (INT_MAX seconds); the server's setting
+	// (default 1 day) may be lower, and refuses a longer TTL itself (22023)
+	milliseconds max_ttl() const noexcept override { return std::chrono::seconds{2147483647}; }
+
+	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, milliseconds ttl) override
+	{
+		return pool_->with_db<bool>([&](Db &db) {
+			return db_renew(db, resource, token, ttl, pool_->options().statement_grace);
+		});
+	}
+
+	Result<bool> release_by_token(std::string_view resource, std::int64_t token) override
+	{
+		return pool_->with_db<bool>(
+		    [&](Db &db) { return db_release(db, resource, token, pool_->options().statement_grace); });
+	}
+
 	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
 	                      const std::string &holder) noexcept override
 	{
@@ -183,7 +202,7 @@ protected:
 			return db.error();
 		auto sent = Clock::now();
 		auto granted = db_acquire(**db, resource, options.ttl, options.wait, holder, session_bound,
-		                          options.wait + pool_->options().statement_grace);
+		                          saturating_add(options.wait, pool_->options().statement_grace));
 		if (!granted || !*granted) {
 			pool_->give_back(std::move(*db));
 			if (!granted)
@@ -199,7 +218,7 @@ protected:
 			pool_->give_back(std::move(*db));
 		Granted g;
 		g.token = **granted;
-		g.deadline = sent + options.ttl;
+		g.deadline = deadline_after(sent, options.ttl);
 		g.grant = std::make_unique<PgGrant>(pool_, std::string{resource}, g.token, std::move(pinned));
 		return g;
 	}
@@ -215,7 +234,7 @@ private:
 Client::Client(std::string conninfo, ClientOptions options) noexcept
 {
 	try {
-		pool_ = std::make_shared<detail::PgPool>(std::move(conninfo), options);
+		pool_ = std::make_shared<detail::PgPool>(conninfo, options);
 		locker_ = std::make_unique<detail::PgLocker>(pool_);
 		if (!locker_->constructed())
 			locker_.reset();
@@ -299,8 +318,13 @@ Client::run_advisory(const Lease *, std::string_view resource, std::chrono::mill
 {
 	if (auto ok = constructed(); !ok)
 		return ok;
+	if (auto ok = detail::check_resource(resource); !ok)
+		return ok;
+	if (wait < std::chrono::milliseconds{0})
+		return Error{Errc::invalid_argument, "22023", "wait must not be negative"};
 	return pool_->with_db<void>([&](detail::Db &db) {
-		return detail::db_with_advisory(db, resource, wait, wait + pool_->options().statement_grace, fn);
+		return detail::db_with_advisory(db, resource, wait,
+		                                detail::saturating_add(wait, pool_->options().statement_grace), fn);
 	});
 }
 
@@ -315,9 +339,7 @@ Client::renew(std::string_view resource, std::int64_t token, std::chrono::millis
 {
 	if (auto ok = constructed(); !ok)
 		return ok.error();
-	return pool_->with_db<bool>([&](detail::Db &db) {
-		return detail::db_renew(db, resource, token, ttl, pool_->options().statement_grace);
-	});
+	return locker_->renew(resource, token, ttl);
 }
 
 Result<bool>
@@ -325,9 +347,7 @@ Client::release(std::string_view resource, std::int64_t token) noexcept
 {
 	if (auto ok = constructed(); !ok)
 		return ok.error();
-	return pool_->with_db<bool>([&](detail::Db &db) {
-		return detail::db_release(db, resource, token, pool_->options().statement_grace);
-	});
+	return locker_->release(resource, token);
 }
 
 Result<std::vector<LeaseInfo>>

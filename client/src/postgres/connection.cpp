@@ -4,8 +4,10 @@
 // or one transaction, and turns every exception into an Error: SQLSTATEs via
 // errc_from_sqlstate, a broken connection into Errc::unavailable (and the Db
 // is marked unusable, so the pool drops it), anything else into internal.
+#include <libpq-fe.h>
 #include <pqxx/pqxx>
 
+#include <memory>
 #include <string>
 
 #include "postgres/db.hpp"
@@ -27,10 +29,25 @@ DbDeleter::operator()(Db *db) const noexcept
 
 namespace {
 
+// interval_ms -- a duration as an interval literal.  A wait longer than a
+// century (milliseconds::max(): wait as long as it takes) is sent as one
+// century, which PostgreSQL's interval holds; TTLs never get there (max_ttl).
 std::string
 interval_ms(milliseconds d)
 {
-	return std::to_string(d.count()) + " milliseconds";
+	constexpr milliseconds century{100LL * 36525 * 24 * 3600 * 1000};
+	return std::to_string(std::min(d, century).count()) + " milliseconds";
+}
+
+// timeout_ms -- a statement_timeout setting: at least 1 ms; 0 (none) beyond
+// what the setting holds (INT_MAX ms, 24.8 days: a wait that long is bounded
+// by its own wait argument, not by a statement timeout)
+std::string
+timeout_ms(milliseconds d)
+{
+	if (d.count() > 2147483647LL)
+		return "0";
+	return std::to_string(std::max<long long>(1, d.count()));
 }
 
 // sqlstate_of -- libpqxx 6 throws some classes without their SQLSTATE
@@ -98,8 +115,7 @@ pqxx::row
 bounded(pqxx::nontransaction &tx, milliseconds timeout, const std::string &call)
 {
 	pqxx::result r =
-	    tx.exec("SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
-	            "; SELECT " + call);
+	    tx.exec("SET LOCAL statement_timeout = " + timeout_ms(timeout) + "; SELECT " + call);
 	return r.at(0);
 }
 
@@ -107,28 +123,96 @@ bounded(pqxx::nontransaction &tx, milliseconds timeout, const std::string &call)
 void
 set_local_timeout(pqxx::transaction_base &tx, milliseconds timeout)
 {
-	tx.exec("SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())));
+	tx.exec("SET LOCAL statement_timeout = " + timeout_ms(timeout));
+}
+
+// quoted -- a conninfo value in single quotes, backslash-escaped
+std::string
+quoted(const char *value)
+{
+	std::string out = "'";
+	for (const char *c = value; *c; c++) {
+		if (*c == '\'' || *c == '\\')
+			out += '\\';
+		out += *c;
+	}
+	return out + "'";
+}
+
+// refused_connection -- a connection the server refused for good, told by
+// the server's message (libpq gives no SQLSTATE for a failed connection;
+// these are the server's own texts, in English unless lc_messages says
+// otherwise): authentication (28P01, 28000) and a missing database (3D000)
+// are final, anything else may pass (unavailable)
+Error
+refused_connection(const std::string &message, const std::string &conninfo)
+{
+	std::string msg = redact(message, conninfo);
+	while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' '))
+		msg.pop_back();
+	auto has = [&](const char *text) { return msg.find(text) != std::string::npos; };
+	if (has("password authentication failed") || has("authentication failed for user") ||
+	    has("no password supplied"))
+		return Error{Errc::permission, "28P01", msg};
+	if (has("no pg_hba.conf entry") || (has("role \"") && has("\" does not exist")))
+		return Error{Errc::permission, "28000", msg};
+	if (has("database \"") && has("\" does not exist"))
+		return Error{Errc::invalid_argument, "3D000", msg};
+	return Error{Errc::unavailable, "08006", msg};
 }
 
 } // namespace
 
+Result<std::string>
+postgres_conninfo(std::string_view dsn, milliseconds connect_timeout) noexcept
+{
+	try {
+		std::string text{dsn};
+		char *err = nullptr;
+		std::unique_ptr<PQconninfoOption, void (*)(PQconninfoOption *)> opts{
+		    PQconninfoParse(text.c_str(), &err), PQconninfoFree};
+		if (!opts) {
+			std::string why = err ? err : "out of memory";
+			PQfreemem(err);
+			while (!why.empty() && (why.back() == '\n' || why.back() == ' '))
+				why.pop_back();
+			return Error{Errc::invalid_argument, "", "invalid PostgreSQL connection string: " + redact(why, dsn)};
+		}
+		// rebuilt as key=value: libpq reads URLs and key=value strings
+		// alike, and connect_timeout is added to either form
+		std::string out;
+		bool has_timeout = false;
+		for (const PQconninfoOption *o = opts.get(); o->keyword; o++) {
+			if (!o->val)
+				continue;
+			has_timeout = has_timeout || std::string_view{o->keyword} == "connect_timeout";
+			out += std::string{out.empty() ? "" : " "} + o->keyword + "=" + quoted(o->val);
+		}
+		if (!has_timeout)
+			out += std::string{out.empty() ? "" : " "} + "connect_timeout=" +
+			       std::to_string(std::max<long long>(1, (connect_timeout.count() + 999) / 1000));
+		return out;
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
 Result<DbPtr>
-db_connect(const std::string &conninfo, milliseconds connect_timeout, milliseconds statement_timeout) noexcept
+db_connect(const std::string &conninfo, milliseconds statement_timeout) noexcept
 {
 	return guarded<DbPtr>(nullptr, [&]() -> Result<DbPtr> {
 		DbPtr db{new Db};
-		// libpq takes the last value of a repeated keyword: the user's own wins
-		std::string ci = "connect_timeout=" +
-		                 std::to_string(std::max<long long>(1, (connect_timeout.count() + 999) / 1000)) +
-		                 " " + conninfo;
-		db->conn = std::make_unique<pqxx::connection>(ci);
+		try {
+			db->conn = std::make_unique<pqxx::connection>(conninfo);
+		} catch (const pqxx::broken_connection &e) {
+			return refused_connection(e.what(), conninfo);
+		}
 		// once per connection: an older extension than the one this client
 		// was built for may lack what it calls.  No row: not installed, which
 		// the calls themselves report (3F000, 42883).
 		pqxx::nontransaction tx{*db->conn};
 		pqxx::result r =
-		    tx.exec("SET LOCAL statement_timeout = " +
-		            std::to_string(std::max<long long>(1, statement_timeout.count())) +
+		    tx.exec("SET LOCAL statement_timeout = " + timeout_ms(statement_timeout) +
 		            "; SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_lease'");
 		if (!r.empty() && compare_versions(r[0][0].c_str(), extension_version) < 0)
 			return Error{Errc::not_installed, "",
@@ -213,7 +297,7 @@ db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) n
 {
 	return guarded<void>(nullptr, [&]() -> Result<void> {
 		// lock_timeout bounds the wait; SET LOCAL ends with the transaction
-		tx.exec("SET LOCAL lock_timeout = " + std::to_string(std::max<long long>(1, wait.count())));
+		tx.exec("SET LOCAL lock_timeout = " + timeout_ms(wait));
 		// namespaced key, so pg_lease's advisory locks never collide with others'
 		tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1 || $2, 0))",
 		               std::string{advisory_key_prefix}, std::string{resource});
@@ -244,7 +328,7 @@ db_status(Db &db, milliseconds timeout) noexcept
 		pqxx::nontransaction tx{*db.conn};
 		// one simple-query message: SET LOCAL lasts for this statement only
 		pqxx::result res = tx.exec(
-		    "SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
+		    "SET LOCAL statement_timeout = " + timeout_ms(timeout) +
 		    "; SELECT resource, holder, token, owner::text,"
 		    "       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters"
 		    "  FROM lease.leases ORDER BY resource");

@@ -24,10 +24,15 @@ using DbPtr = std::unique_ptr<Db, DbDeleter>;
 
 using std::chrono::milliseconds;
 
-/// Connect, and refuse (Errc::not_installed) a database whose pg_lease is
-/// older than extension_version (pglease/version.hpp).
-Result<DbPtr> db_connect(const std::string &conninfo, milliseconds connect_timeout,
-                         milliseconds statement_timeout) noexcept;
+/// The conninfo to connect with: DSN (a URL or key=value string) checked by
+/// libpq's parser (Errc::invalid_argument, password masked, when it refuses),
+/// with connect_timeout added unless DSN has one.
+Result<std::string> postgres_conninfo(std::string_view dsn, milliseconds connect_timeout) noexcept;
+/// Connect with a conninfo of postgres_conninfo, and refuse
+/// (Errc::not_installed) a database whose pg_lease is older than
+/// extension_version (pglease/version.hpp).  A refused login is
+/// Errc::permission, a missing database Errc::invalid_argument.
+Result<DbPtr> db_connect(const std::string &conninfo, milliseconds statement_timeout) noexcept;
 /// False once the connection broke; the pool drops such connections.
 [[nodiscard]] bool db_usable(const Db &db) noexcept;
 [[nodiscard]] int db_backend_pid(const Db &db) noexcept;

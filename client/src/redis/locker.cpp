@@ -162,29 +162,17 @@ public:
 	}
 	std::string_view provider() const noexcept override { return "Redis"; }
 
-	Result<bool> renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept override
+	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, milliseconds ttl) override
 	{
-		if (auto bad = check_token_call(resource, token, ttl); !bad)
-			return bad.error();
-		try {
-			return compare_and(*node_, renew_script, keys_of(resource).lock, std::to_string(token) + ":",
-			                   "token", std::to_string(ttl.count()));
-		} catch (...) {
-			return Error{Errc::internal, "", "out of memory"};
-		}
+		return compare_and(*node_, renew_script, keys_of(resource).lock, std::to_string(token) + ":", "token",
+		                   std::to_string(ttl.count()));
 	}
 
-	Result<bool> release(std::string_view resource, std::int64_t token) noexcept override
+	Result<bool> release_by_token(std::string_view resource, std::int64_t token) override
 	{
-		if (auto bad = check_token_call(resource, token, milliseconds{1}); !bad)
-			return bad.error();
-		try {
-			Keys keys = keys_of(resource);
-			return compare_and(*node_, release_script, keys.lock, std::to_string(token) + ":", "token",
-			                   keys.channel);
-		} catch (...) {
-			return Error{Errc::internal, "", "out of memory"};
-		}
+		Keys keys = keys_of(resource);
+		return compare_and(*node_, release_script, keys.lock, std::to_string(token) + ":", "token",
+		                   keys.channel);
 	}
 
 	using LockerBase::constructed;
@@ -200,14 +188,6 @@ protected:
 	}
 
 private:
-	static Result<void> check_token_call(std::string_view resource, std::int64_t token, milliseconds ttl)
-	{
-		if (resource.empty() || token <= 0 || ttl <= milliseconds{0})
-			return Error{Errc::invalid_argument, "22023",
-			             "resource must not be empty, token and ttl must be positive"};
-		return {};
-	}
-
 	// take -- the acquire script until granted or options.wait is over
 	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
 	{
