@@ -42,6 +42,9 @@ start)
 			-U postgres -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 ||
 			{ cat "$dir/initdb.log" >&2; die "initdb failed"; }
 		as_owner mkdir -p "$dir/sock"
+		# pglease_password_user must log in with a password (SCRAM): the
+		# client's tests of postgresql://user:password@... URLs
+		as_owner sed -i '1i local all pglease_password_user scram-sha-256' "$dir/data/pg_hba.conf"
 		{
 			echo "listen_addresses = ''"
 			echo "port = $PORT"

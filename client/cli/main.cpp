@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
+#include <sstream>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -68,10 +69,30 @@ const char *const usage_text =
     "  69 server unavailable or pg_lease not installed, 70 internal error,\n"
     "  75 not acquired within --wait, 76 lease lost / token not current, 77 permission\n";
 
+// The --dsn of this run: every message printed goes through
+// pglease::redact with it, so its password is never shown.
+std::string g_dsn;
+
+// say -- a message to stderr, its passwords masked
+void
+say(const std::string &message)
+{
+	std::cerr << "pglease: " << pglease::redact(message, g_dsn) << "\n";
+}
+
+std::string
+text_of(const pglease::Error &error)
+{
+	std::ostringstream out;
+	out << error;
+	return out.str();
+}
+
 int
 usage_error(const std::string &message)
 {
-	std::cerr << "pglease: " << message << "\n" << usage_text;
+	say(message);
+	std::cerr << usage_text;
 	return exit_usage;
 }
 
@@ -100,7 +121,7 @@ exit_code_for(const pglease::Error &error)
 int
 fail(const pglease::Error &error)
 {
-	std::cerr << "pglease: " << error << "\n";
+	say(text_of(error));
 	return exit_code_for(error);
 }
 
@@ -254,7 +275,7 @@ cmd_run(const std::string &dsn, const Args &args)
 	// callback captures nothing: the renewal thread may call it until the
 	// lease is gone, after this function's other locals.
 	const pglease::CancelToken cancelled = lease->cancel_token();
-	lease->on_lost([](const pglease::Error &e) { std::cerr << "pglease: lease lost: " << e << "\n"; });
+	lease->on_lost([](const pglease::Error &e) { say("lease lost: " + text_of(e)); });
 
 	// Everything the child needs is built here: the renewal thread is
 	// running, so setenv, or any allocation between fork and exec, would be
@@ -431,10 +452,10 @@ main(int argc, char **argv)
 				return 0;
 			}
 			if (a == "--dsn" && i + 1 < argc) {
-				dsn = argv[i + 1];
+				dsn = g_dsn = argv[i + 1];
 				i += 2;
 			} else if (a.rfind("--dsn=", 0) == 0) {
-				dsn = a.substr(6);
+				dsn = g_dsn = a.substr(6);
 				i++;
 			} else {
 				return usage_error("unknown option " + a);
@@ -460,7 +481,7 @@ main(int argc, char **argv)
 		if (!args)
 			return usage_error(error);
 		if (auto d = args->values.find("dsn"); d != args->values.end())
-			dsn = d->second;
+			dsn = g_dsn = d->second;
 
 		if (cmd == "run")
 			return cmd_run(dsn, *args);
@@ -474,7 +495,7 @@ main(int argc, char **argv)
 			return cmd_status(dsn);
 		return usage_error("unknown command '" + cmd + "'");
 	} catch (const std::exception &e) {
-		std::cerr << "pglease: " << e.what() << "\n";
+		say(e.what());
 		return exit_internal;
 	}
 }

@@ -12,6 +12,10 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
+#include <cctype>
+#include <cstring>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <pqxx/pqxx>
@@ -925,4 +929,198 @@ TEST_F(ClientTest, MissingExtensionIsReportedNotInstalled)
 		EXPECT_EQ(lease.error().code, Errc::not_installed) << lease.error();
 	}
 	EXPECT_EQ(run_shell("psql -X -q -d postgres -c 'DROP DATABASE " + db + " WITH (FORCE)'"), 0);
+}
+
+// ---- postgresql:// URLs with a password (issue 19) ---------------------------------
+//
+// scripts/cluster.sh makes pglease_password_user log in with a password
+// (SCRAM, pg_hba.conf); these tests reach the cluster through a
+// postgresql://user:password@host:port/db URL whose host is the socket
+// directory, percent-encoded.  They connect as another role: not run through
+// the pooler (tests/faults/pooler.sh runs ClientTest.* only).
+
+namespace {
+
+constexpr const char *url_password = "s3cr3tPW-9f2";
+
+std::string
+percent_encoded(const std::string &s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	std::string out;
+	for (unsigned char c : s) {
+		if (std::isalnum(c) || c == '-' || c == '_' || c == '.')
+			out += static_cast<char>(c);
+		else {
+			out += '%';
+			out += hex[c >> 4];
+			out += hex[c & 15];
+		}
+	}
+	return out;
+}
+
+// test_url -- the test cluster as postgresql://pglease_password_user:PASSWORD@...
+std::string
+test_url(const std::string &password, const std::string &database = "")
+{
+	const char *db = std::getenv("PGDATABASE");
+	return "postgresql://pglease_password_user:" + password + "@" + percent_encoded(std::getenv("PGHOST")) +
+	       ":" + std::getenv("PGPORT") + "/" + (database.empty() ? (db ? db : "postgres") : database);
+}
+
+class PostgresUrlTest : public ClientTest {
+protected:
+	void SetUp() override
+	{
+		ClientTest::SetUp();
+		if (HasFatalFailure())
+			return;
+		Admin admin;
+		admin.exec("DROP ROLE IF EXISTS pglease_password_user");
+		admin.exec(std::string{"CREATE ROLE pglease_password_user LOGIN PASSWORD '"} + url_password + "'");
+	}
+	void TearDown() override
+	{
+		if (!std::getenv("PGHOST"))
+			return; // SetUp said why
+		Admin admin;
+		admin.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+		           " WHERE usename = 'pglease_password_user'");
+		admin.exec("SELECT lease.break(resource) FROM lease.leases"
+		           " WHERE owner = to_regrole('pglease_password_user')");
+		admin.exec("DROP ROLE IF EXISTS pglease_password_user");
+	}
+};
+
+// capture_cli -- exit code and stderr of a CLI command line
+std::pair<int, std::string>
+capture_cli(const std::string &args)
+{
+	std::string err = "/tmp/pglease_cli_err_" + std::to_string(getpid());
+	int code = run_shell(std::string{PGLEASE_CLI} + " " + args + " >/dev/null 2>" + err);
+	std::ifstream in{err};
+	std::stringstream text;
+	text << in.rdbuf();
+	std::remove(err.c_str());
+	return {code, text.str()};
+}
+
+} // namespace
+
+TEST_F(PostgresUrlTest, UrlWithPasswordConnectsAndAcquires)
+{
+	auto locker = pglease::connect(test_url(url_password));
+	ASSERT_TRUE(locker) << locker.error();
+	EXPECT_EQ((*locker)->provider(), "PostgreSQL");
+	auto r = unique_resource();
+	auto lease = (*locker)->acquire(r, opts(10s));
+	ASSERT_TRUE(lease) << lease.error();
+	EXPECT_GT(lease->token(), 0);
+	Admin admin;
+	EXPECT_TRUE(admin.is_current(r, lease->token()));
+	EXPECT_EQ(admin.one("SELECT owner::regrole::text FROM lease.leases WHERE resource = '" + r + "'")[0]
+	              .as<std::string>(),
+	          "pglease_password_user")
+	    << "the lease must be taken as the URL's user";
+	ASSERT_TRUE(lease->release());
+	// postgres:// is the same form, as is a Client built from the URL directly
+	pglease::Client client{"postgres://" + test_url(url_password).substr(std::strlen("postgresql://"))};
+	auto again = client.acquire(r, opts(10s));
+	ASSERT_TRUE(again) << again.error();
+	EXPECT_GT(again->token(), lease->token());
+}
+
+TEST_F(PostgresUrlTest, WrongPasswordIsPermissionNotRetryableAndNeverShown)
+{
+	const std::string wrong = "Wr0ngPassw0rd-77";
+	auto locker = pglease::connect(test_url(wrong));
+	ASSERT_TRUE(locker) << locker.error();
+	auto lease = (*locker)->acquire(unique_resource(), opts(10s));
+	ASSERT_FALSE(lease);
+	EXPECT_EQ(lease.error().code, Errc::permission) << lease.error();
+	EXPECT_EQ(lease.error().sqlstate, "28P01");
+	EXPECT_FALSE(pglease::is_retryable(lease.error()));
+	EXPECT_EQ(lease.error().message.find(wrong), std::string::npos) << lease.error();
+	// a second call is refused the same way, not held back as "unreachable"
+	auto again = (*locker)->acquire(unique_resource(), opts(10s));
+	ASSERT_FALSE(again);
+	EXPECT_EQ(again.error().code, Errc::permission) << again.error();
+}
+
+TEST_F(PostgresUrlTest, MissingDatabaseIsInvalidArgument)
+{
+	auto locker = pglease::connect(test_url(url_password, "pglease_no_such_database"));
+	ASSERT_TRUE(locker) << locker.error();
+	auto lease = (*locker)->acquire(unique_resource(), opts(10s));
+	ASSERT_FALSE(lease);
+	EXPECT_EQ(lease.error().code, Errc::invalid_argument) << lease.error();
+	EXPECT_EQ(lease.error().sqlstate, "3D000");
+}
+
+TEST_F(PostgresUrlTest, MalformedDsnIsInvalidArgumentAtConnectWithPasswordMasked)
+{
+	for (const std::string &dsn : std::vector<std::string>{test_url(url_password) + "?no_such_parameter=1",
+	                              "host=/tmp port password=" + std::string{url_password},
+	                              "password='" + std::string{url_password} + "' host"}) {
+		auto locker = pglease::connect(dsn);
+		ASSERT_FALSE(locker) << "accepted: " << pglease::redact(dsn);
+		EXPECT_EQ(locker.error().code, Errc::invalid_argument) << locker.error();
+		EXPECT_EQ(locker.error().message.find(url_password), std::string::npos) << locker.error();
+		// a Client built directly refuses every call the same way, without I/O
+		pglease::Client client{dsn};
+		auto lease = client.acquire(unique_resource(), opts(10s));
+		ASSERT_FALSE(lease);
+		EXPECT_EQ(lease.error().code, Errc::invalid_argument) << lease.error();
+		EXPECT_EQ(lease.error().message.find(url_password), std::string::npos) << lease.error();
+	}
+	// libpq checks option values only when it connects: still final, not "unavailable"
+	pglease::Client client{"postgresql://pglease_password_user:" + std::string{url_password} + "@h:port/db"};
+	auto lease = client.acquire(unique_resource(), opts(10s));
+	ASSERT_FALSE(lease);
+	EXPECT_EQ(lease.error().code, Errc::invalid_argument) << lease.error();
+	EXPECT_EQ(lease.error().message.find(url_password), std::string::npos) << lease.error();
+}
+
+TEST_F(PostgresUrlTest, CliTakesUrlsAndNeverPrintsThePassword)
+{
+	auto r = unique_resource();
+	std::string out = "/tmp/pglease_cli_url_token_" + std::to_string(getpid());
+	ASSERT_EQ(run_shell(std::string{PGLEASE_CLI} + " --dsn '" + test_url(url_password) + "' acquire --resource '" +
+	                    r + "' --ttl 10s > " + out),
+	          0);
+	std::ifstream in{out};
+	long long token = 0;
+	in >> token;
+	std::remove(out.c_str());
+	ASSERT_GT(token, 0);
+	EXPECT_EQ(run_shell(std::string{PGLEASE_CLI} + " --dsn '" + test_url(url_password) + "' release --resource '" +
+	                    r + "' --token " + std::to_string(token)),
+	          0);
+
+	auto [code, err] = capture_cli("--dsn '" + test_url("Wr0ngPassw0rd-77") + "' acquire --resource x --ttl 10s");
+	EXPECT_EQ(code, 77) << err;
+	EXPECT_EQ(err.find("Wr0ngPassw0rd-77"), std::string::npos) << err;
+	std::tie(code, err) = capture_cli("--dsn '" + test_url(url_password) + "?bad_param=1' acquire --resource x --ttl 10s");
+	EXPECT_EQ(code, 64) << err;
+	EXPECT_EQ(err.find(url_password), std::string::npos) << err;
+	std::tie(code, err) = capture_cli("--dsn 'host=/tmp password=" + std::string{url_password} +
+	                                  " port' acquire --resource x --ttl 10s");
+	EXPECT_EQ(code, 64) << err;
+	EXPECT_EQ(err.find(url_password), std::string::npos) << err;
+}
+
+TEST(Redact, MasksUrlUserinfoKeywordValuesAndTheDsnsPassword)
+{
+	EXPECT_EQ(pglease::redact("postgresql://alice:s3cr3t@h:5432/app"), "postgresql://alice:****@h:5432/app");
+	EXPECT_EQ(pglease::redact("redis://:pw@h:1/0 and etcd://u:p@ss@h:2"), "redis://:****@h:1/0 and etcd://u:****@h:2");
+	EXPECT_EQ(pglease::redact("host=h password=s3cr3t user=u"), "host=h password=**** user=u");
+	EXPECT_EQ(pglease::redact("host=h password = 'a b\\'c' user=u"), "host=h password = **** user=u");
+	EXPECT_EQ(pglease::redact("x?sslmode=require&password=s3cr3t&y=1"), "x?sslmode=require&password=****&y=1");
+	// no userinfo: nothing to mask
+	EXPECT_EQ(pglease::redact("redis://h:6379/0"), "redis://h:6379/0");
+	// a message quoting only part of the DSN: its password is masked wherever it appears
+	EXPECT_EQ(pglease::redact("missing \"=\" after \"s3cr3t%40x\"", "postgresql://a:s3cr3t%40x@h/db"),
+	          "missing \"=\" after \"****\"");
+	EXPECT_EQ(pglease::redact("bad: s3cr3t@x", "postgresql://a:s3cr3t%40x@h/db"), "bad: ****");
 }

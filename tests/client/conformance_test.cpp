@@ -319,6 +319,128 @@ TEST_P(Conformance, InvalidArgumentsAreRefused)
 	EXPECT_EQ(zero_ttl.error().code, Errc::invalid_argument);
 }
 
+// ---- names and durations every provider takes alike (issue 19) ------------------
+
+// free_for_another -- resource can be taken at once by another locker of the
+// same provider (so nothing of a refused call holds it)
+#define EXPECT_FREE_FOR_ANOTHER(resource)                                                        \
+	do {                                                                                         \
+		auto other_ = pglease::connect(GetParam().url);                                          \
+		ASSERT_TRUE(other_) << other_.error();                                                   \
+		auto got_ = in_other_thread([&] { return (*other_)->try_acquire((resource), opts(5s)); }); \
+		EXPECT_TRUE(got_) << "a refused call left " << (resource) << " taken: " << got_.error(); \
+	} while (0)
+
+TEST_P(Conformance, NulBytesInResourceOrHolderAreRefusedAndTakeNothing)
+{
+	std::string base = unique_resource();
+	for (const std::string &name : {base + std::string{"\0-eu", 4}, base + std::string{"\0-us", 4}}) {
+		auto r = locker->acquire(name, opts(10s));
+		ASSERT_FALSE(r) << "granted token " << r->token() << " to a name with a NUL byte";
+		EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error();
+		EXPECT_FALSE(pglease::is_retryable(r.error()));
+	}
+	EXPECT_FREE_FOR_ANOTHER(base);
+	auto o = opts(10s);
+	o.holder = std::string{"job\0A", 5};
+	auto held = locker->acquire(base, o);
+	ASSERT_FALSE(held) << "granted token " << held->token() << " to a holder with a NUL byte";
+	EXPECT_EQ(held.error().code, Errc::invalid_argument) << held.error();
+	EXPECT_FREE_FOR_ANOTHER(base);
+}
+
+TEST_P(Conformance, InvalidUtf8InResourceOrHolderIsRefused)
+{
+	std::string base = unique_resource();
+	for (const std::string &bad : {std::string{"\xff\xfe"}, std::string{"\xc0\xaf"}, std::string{"\xed\xa0\x80"},
+	                               std::string{"caf\xc3"}}) {
+		auto r = locker->acquire(base + bad, opts(10s));
+		ASSERT_FALSE(r) << "granted a resource that is not UTF-8";
+		EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error();
+		auto o = opts(10s);
+		o.holder = "job" + bad;
+		auto h = locker->acquire(base, o);
+		ASSERT_FALSE(h) << "granted a holder that is not UTF-8";
+		EXPECT_EQ(h.error().code, Errc::invalid_argument) << h.error();
+	}
+	EXPECT_FREE_FOR_ANOTHER(base);
+	// valid multi-byte UTF-8 is a name like any other
+	auto ok = locker->acquire(base + "/caf\xc3\xa9-\xe6\x97\xa5\xf0\x9f\x94\x92", opts(10s));
+	EXPECT_TRUE(ok) << ok.error();
+}
+
+TEST_P(Conformance, NamesUpTo256BytesWorkLongerOnesAreRefusedBeforeAnyIo)
+{
+	std::string base = unique_resource() + "/";
+	std::string longest = base + std::string(pglease::max_resource_bytes - base.size(), 'x');
+	auto ok = locker->acquire(longest, opts(10s));
+	ASSERT_TRUE(ok) << "a 256-byte resource must work: " << ok.error();
+	EXPECT_TRUE(ok->release());
+	for (std::size_t size : {pglease::max_resource_bytes + 1, std::size_t{1} << 20}) {
+		auto t0 = std::chrono::steady_clock::now();
+		auto r = locker->acquire(base + std::string(size - base.size(), 'x'), opts(10s));
+		ASSERT_FALSE(r) << size << "-byte resource granted";
+		EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error();
+		EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms) << "checked before any I/O";
+		auto o = opts(10s);
+		o.holder = std::string(size, 'h');
+		auto h = locker->acquire(base, o);
+		ASSERT_FALSE(h) << size << "-byte holder granted";
+		EXPECT_EQ(h.error().code, Errc::invalid_argument) << h.error();
+	}
+	auto o = opts(10s);
+	o.holder = std::string(pglease::max_holder_bytes, 'h');
+	auto h = locker->acquire(base + "holder", o);
+	EXPECT_TRUE(h) << "a 256-byte holder must work: " << h.error();
+}
+
+TEST_P(Conformance, TokenCallsRefuseBadArgumentsBeforeAnyIo)
+{
+	std::string r = unique_resource();
+	for (auto res : {locker->renew("", 1, 1s), locker->renew(r, 0, 1s), locker->renew(r, 1, 0ms),
+	                 locker->renew(r + std::string{"\0x", 2}, 1, 1s), locker->renew(std::string(300, 'r'), 1, 1s),
+	                 locker->release("", 1), locker->release(r, -5), locker->release(r + "\xff", 1)}) {
+		ASSERT_FALSE(res);
+		EXPECT_EQ(res.error().code, Errc::invalid_argument) << res.error();
+	}
+}
+
+TEST_P(Conformance, HugeWaitWaitsForTheReleaseInsteadOfTimingOutAtOnce)
+{
+	auto r = unique_resource();
+	auto held = locker->acquire(r, opts(30s));
+	ASSERT_TRUE(held) << held.error();
+	auto t0 = std::chrono::steady_clock::now();
+	auto waiter = std::async(std::launch::async, [&] {
+		auto o = opts(10s, std::chrono::milliseconds::max());
+		return locker->acquire(r, o);
+	});
+	EXPECT_EQ(waiter.wait_for(700ms), std::future_status::timeout)
+	    << "a wait of milliseconds::max() returned at once";
+	ASSERT_TRUE(held->release());
+	ASSERT_EQ(waiter.wait_for(20s), std::future_status::ready) << "the waiter was not granted after the release";
+	auto got = waiter.get();
+	EXPECT_TRUE(got) << "after " << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+	                 << " ms: " << got.error();
+}
+
+TEST_P(Conformance, HugeTtlIsRefusedNamingTheMaximumOrHeldAndValid)
+{
+	using years = std::chrono::duration<long long, std::ratio<31557600>>;
+	for (auto ttl : {std::chrono::milliseconds::max(),
+	                 std::chrono::duration_cast<std::chrono::milliseconds>(years{1000})}) {
+		auto r = locker->acquire(unique_resource(), opts(ttl));
+		if (r) {
+			EXPECT_TRUE(r->valid()) << "granted for " << ttl.count() << " ms, but not valid at once";
+			EXPECT_GT(r->remaining(), std::chrono::hours{24 * 365});
+			continue;
+		}
+		EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error();
+		EXPECT_NE(r.error().message.find("maximum"), std::string::npos)
+		    << "the refusal must name the provider's maximum: " << r.error();
+	}
+}
+
 INSTANTIATE_TEST_SUITE_P(Providers, Conformance, ::testing::ValuesIn(providers_from_env()),
                          [](const ::testing::TestParamInfo<Provider> &info) { return info.param.name; });
 
@@ -343,6 +465,25 @@ TEST(Connect, MalformedAndUnknownUrlsAreInvalidArguments)
 		ASSERT_FALSE(r) << url;
 		EXPECT_EQ(r.error().code, Errc::invalid_argument) << url << ": " << r.error();
 		EXPECT_FALSE(r.error().message.empty());
+	}
+}
+
+TEST(Connect, NoMessageShowsTheUrlsPassword)
+{
+	const std::string pw = "Pw-s3cr3t-8c1";
+	for (const std::string &url :
+	     {"redis://user:" + pw + "@127.0.0.1:1/0", "redis://:" + pw + "@127.0.0.1:1", "redis://u:" + pw + "@:x/99",
+	      "redlock://u:" + pw + "@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "etcd://u:" + pw + "@127.0.0.1:1",
+	      "etcd://u:" + pw + "@a b:1", "zookeeper://u:" + pw + "@127.0.0.1:1", "foo://u:" + pw + "@h",
+	      "postgresql://u:" + pw + "@h/db?nonsense=1", "host=h password=" + pw + " port"}) {
+		auto r = pglease::connect(url);
+		if (!r) {
+			EXPECT_EQ(r.error().message.find(pw), std::string::npos) << r.error();
+			continue;
+		}
+		auto lease = (*r)->acquire("conf/password", opts(1s));
+		ASSERT_FALSE(lease) << pglease::redact(url);
+		EXPECT_EQ(lease.error().message.find(pw), std::string::npos) << lease.error();
 	}
 }
 

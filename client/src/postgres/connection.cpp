@@ -142,7 +142,8 @@ quoted(const char *value)
 // refused_connection -- a connection the server refused for good, told by
 // the server's message (libpq gives no SQLSTATE for a failed connection;
 // these are the server's own texts, in English unless lc_messages says
-// otherwise): authentication (28P01, 28000) and a missing database (3D000)
+// otherwise): authentication (28P01, 28000), a missing database (3D000) and an
+// option value libpq refuses
 // are final, anything else may pass (unavailable)
 Error
 refused_connection(const std::string &message, const std::string &conninfo)
@@ -158,6 +159,9 @@ refused_connection(const std::string &message, const std::string &conninfo)
 		return Error{Errc::permission, "28000", msg};
 	if (has("database \"") && has("\" does not exist"))
 		return Error{Errc::invalid_argument, "3D000", msg};
+	// libpq checks option values (port, sslmode, ...) only as it connects
+	if (msg.rfind("invalid ", 0) == 0)
+		return Error{Errc::invalid_argument, "", msg};
 	return Error{Errc::unavailable, "08006", msg};
 }
 
