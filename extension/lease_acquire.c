@@ -34,13 +34,21 @@
 #include "access/xact.h"
 #include "common/int.h"
 #include "miscadmin.h"
+#include "storage/latch.h"
 #include "storage/proc.h"
+#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 #include "pg_lease.h"
+
+/*
+ * libpq/libpq.h declares it, but pulls in libpq-be.h and with it the GSSAPI
+ * headers, which a build without Kerberos development files lacks.
+ */
+extern bool pq_check_connection(void);
 
 /* The shortest lock wait of a try, whatever its wait (README "Waiting"). */
 #define LEASE_LOCK_GRACE_MS 10
@@ -446,6 +454,30 @@ acquire_loop(const LeaseCaller *caller, const LeaseRequest *req,
 }
 
 /*
+ * acquire_check_client -- undo a grant whose client has hung up
+ *
+ * A client that gave up on its acquire (its own deadline passed while this
+ * backend was stopped, swapped out or cut off) closes its connection; a grant
+ * made after that would stay with a holder nobody knows until its TTL.  So
+ * a grant is refused when the client's socket is already closed: the error
+ * rolls it back (in a transaction block the client's exit would abort it
+ * anyway).  What remains is the instant between this check and the commit.
+ */
+static void
+acquire_check_client(void)
+{
+	if (MyProcPort == NULL || whereToSendOutput != DestRemote)
+		return;
+	if (!WaitEventSetCanReportClosed())
+		return;
+	if (!pq_check_connection())
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("client closed the connection before the grant was returned"),
+				 errdetail("The grant was undone: no client would know it is held.")));
+}
+
+/*
  * lease_acquire_grant -- acquire or try_acquire: grant req->res, waiting up
  * to req->wait_usecs
  *
@@ -484,6 +516,9 @@ lease_acquire_grant(const LeaseRequest *req, int64 *token)
 		acquire_check_no_hold_and_wait(&caller, req);
 
 	granted = acquire_loop(&caller, req, deadline, token);
+
+	if (granted)
+		acquire_check_client();
 
 	if (granted)
 	{

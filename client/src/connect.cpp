@@ -62,7 +62,8 @@ Result<std::unique_ptr<Locker>> connect_memory(std::string_view name, const Clie
 /// The conninfo the client connects with (postgres/connection.cpp): URL or
 /// key=value, checked by libpq's own parser, with connect_timeout added
 /// unless the user gave one.  Errc::invalid_argument when libpq refuses it.
-Result<std::string> postgres_conninfo(std::string_view dsn, std::chrono::milliseconds connect_timeout) noexcept;
+Result<std::string> postgres_conninfo(std::string_view dsn,
+                                      std::chrono::milliseconds connect_timeout) noexcept;
 
 } // namespace detail
 

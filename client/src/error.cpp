@@ -158,7 +158,8 @@ replace_all(std::string &text, const std::string &secret)
 {
 	if (secret.empty() || secret == mask)
 		return;
-	for (std::size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + mask.size()))
+	for (std::size_t at = text.find(secret); at != std::string::npos;
+	     at = text.find(secret, at + mask.size()))
 		text.replace(at, secret.size(), mask);
 }
 

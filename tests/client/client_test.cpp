@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <new>
 #include <regex>
 #include <sstream>
@@ -1060,7 +1061,8 @@ TEST_F(PostgresUrlTest, MissingDatabaseIsInvalidArgument)
 
 TEST_F(PostgresUrlTest, MalformedDsnIsInvalidArgumentAtConnectWithPasswordMasked)
 {
-	for (const std::string &dsn : std::vector<std::string>{test_url(url_password) + "?no_such_parameter=1",
+	for (const std::string &dsn :
+	     std::vector<std::string>{test_url(url_password) + "?no_such_parameter=1",
 	                              "host=/tmp port password=" + std::string{url_password},
 	                              "password='" + std::string{url_password} + "' host"}) {
 		auto locker = pglease::connect(dsn);
@@ -1086,22 +1088,24 @@ TEST_F(PostgresUrlTest, CliTakesUrlsAndNeverPrintsThePassword)
 {
 	auto r = unique_resource();
 	std::string out = "/tmp/pglease_cli_url_token_" + std::to_string(getpid());
-	ASSERT_EQ(run_shell(std::string{PGLEASE_CLI} + " --dsn '" + test_url(url_password) + "' acquire --resource '" +
-	                    r + "' --ttl 10s > " + out),
+	ASSERT_EQ(run_shell(std::string{PGLEASE_CLI} + " --dsn '" + test_url(url_password) +
+	                    "' acquire --resource '" + r + "' --ttl 10s > " + out),
 	          0);
 	std::ifstream in{out};
 	long long token = 0;
 	in >> token;
 	std::remove(out.c_str());
 	ASSERT_GT(token, 0);
-	EXPECT_EQ(run_shell(std::string{PGLEASE_CLI} + " --dsn '" + test_url(url_password) + "' release --resource '" +
-	                    r + "' --token " + std::to_string(token)),
+	EXPECT_EQ(run_shell(std::string{PGLEASE_CLI} + " --dsn '" + test_url(url_password) +
+	                    "' release --resource '" + r + "' --token " + std::to_string(token)),
 	          0);
 
-	auto [code, err] = capture_cli("--dsn '" + test_url("Wr0ngPassw0rd-77") + "' acquire --resource x --ttl 10s");
+	auto [code, err] =
+	    capture_cli("--dsn '" + test_url("Wr0ngPassw0rd-77") + "' acquire --resource x --ttl 10s");
 	EXPECT_EQ(code, 77) << err;
 	EXPECT_EQ(err.find("Wr0ngPassw0rd-77"), std::string::npos) << err;
-	std::tie(code, err) = capture_cli("--dsn '" + test_url(url_password) + "?bad_param=1' acquire --resource x --ttl 10s");
+	std::tie(code, err) =
+	    capture_cli("--dsn '" + test_url(url_password) + "?bad_param=1' acquire --resource x --ttl 10s");
 	EXPECT_EQ(code, 64) << err;
 	EXPECT_EQ(err.find(url_password), std::string::npos) << err;
 	std::tie(code, err) = capture_cli("--dsn 'host=/tmp password=" + std::string{url_password} +
@@ -1113,14 +1117,143 @@ TEST_F(PostgresUrlTest, CliTakesUrlsAndNeverPrintsThePassword)
 TEST(Redact, MasksUrlUserinfoKeywordValuesAndTheDsnsPassword)
 {
 	EXPECT_EQ(pglease::redact("postgresql://alice:s3cr3t@h:5432/app"), "postgresql://alice:****@h:5432/app");
-	EXPECT_EQ(pglease::redact("redis://:pw@h:1/0 and etcd://u:p@ss@h:2"), "redis://:****@h:1/0 and etcd://u:****@h:2");
+	EXPECT_EQ(pglease::redact("redis://:pw@h:1/0 and etcd://u:p@ss@h:2"),
+	          "redis://:****@h:1/0 and etcd://u:****@h:2");
 	EXPECT_EQ(pglease::redact("host=h password=s3cr3t user=u"), "host=h password=**** user=u");
 	EXPECT_EQ(pglease::redact("host=h password = 'a b\\'c' user=u"), "host=h password = **** user=u");
-	EXPECT_EQ(pglease::redact("x?sslmode=require&password=s3cr3t&y=1"), "x?sslmode=require&password=****&y=1");
+	EXPECT_EQ(pglease::redact("x?sslmode=require&password=s3cr3t&y=1"),
+	          "x?sslmode=require&password=****&y=1");
 	// no userinfo: nothing to mask
 	EXPECT_EQ(pglease::redact("redis://h:6379/0"), "redis://h:6379/0");
 	// a message quoting only part of the DSN: its password is masked wherever it appears
 	EXPECT_EQ(pglease::redact("missing \"=\" after \"s3cr3t%40x\"", "postgresql://a:s3cr3t%40x@h/db"),
 	          "missing \"=\" after \"****\"");
 	EXPECT_EQ(pglease::redact("bad: s3cr3t@x", "postgresql://a:s3cr3t%40x@h/db"), "bad: ****");
+}
+
+// ---- a frozen server: every call within its bound (issue 19) -------------------------
+//
+// The cluster's processes are stopped with SIGSTOP (postmaster and backends):
+// the server neither answers nor reports its statement_timeout.  Documented
+// bound of a call (docs/limits.md): statement_grace (+ wait for acquire) +
+// 0.5 s, plus connect_timeout (libpq: at least 2 s) when it must connect.
+
+namespace {
+
+// FrozenCluster -- SIGSTOP every process of the test cluster until destroyed
+class FrozenCluster {
+public:
+	explicit FrozenCluster(const std::string &cluster)
+	    : signal_("pm=$(head -1 '" + cluster + "/data/postmaster.pid'); kill -SIG $pm $(pgrep -P $pm)")
+	{
+	}
+	~FrozenCluster() { thaw(); }
+	bool freeze()
+	{
+		frozen_ = run_shell(with("STOP")) == 0;
+		return frozen_;
+	}
+	void thaw()
+	{
+		if (frozen_)
+			(void)run_shell(with("CONT"));
+		frozen_ = false;
+	}
+
+private:
+	std::string with(const std::string &sig) const
+	{
+		std::string cmd = signal_;
+		cmd.replace(cmd.find("SIG"), 3, sig);
+		return cmd;
+	}
+	std::string signal_;
+	bool frozen_ = false;
+};
+
+long long
+ms_of(std::chrono::steady_clock::duration d)
+{
+	return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+} // namespace
+
+TEST_F(ClientTest, FrozenServerEveryCallReturnsWithinItsBound)
+{
+	const char *cluster = std::getenv("PGLEASE_CLUSTER");
+	ASSERT_NE(cluster, nullptr) << "PGLEASE_CLUSTER unset: run through make test";
+	pglease::ClientOptions co;
+	co.statement_grace = 1s;
+	co.connect_timeout = 2s;
+	pglease::Client client{"", co};
+	auto r = unique_resource();
+	auto o = opts(30s);
+	o.auto_renew = false;
+	auto lease = client.acquire(r, o);
+	ASSERT_TRUE(lease) << lease.error();
+	const long long slack = 1000; // a loaded 2-core machine
+	const long long statement = 1000 + 500, connect = 2000;
+
+	FrozenCluster frozen{cluster};
+	ASSERT_TRUE(frozen.freeze());
+	auto t0 = std::chrono::steady_clock::now();
+	auto renewed = lease->renew();
+	long long renew_ms = ms_of(std::chrono::steady_clock::now() - t0);
+	t0 = std::chrono::steady_clock::now();
+	auto acquired = std::async(std::launch::async, [&] {
+		                return client.acquire(unique_resource(), opts(30s, 1s));
+	                }).get(); // the no-nested rule is per thread
+	long long acquire_ms = ms_of(std::chrono::steady_clock::now() - t0);
+	t0 = std::chrono::steady_clock::now();
+	auto released = client.release(r, lease->token());
+	long long release_ms = ms_of(std::chrono::steady_clock::now() - t0);
+	frozen.thaw();
+
+	std::cout << "frozen server: renew " << renew_ms << " ms, acquire(wait 1s) " << acquire_ms
+	          << " ms, token release " << release_ms << " ms\n";
+	ASSERT_FALSE(renewed);
+	EXPECT_LE(renew_ms, statement + slack);
+	ASSERT_FALSE(acquired);
+	EXPECT_EQ(acquired.error().code, Errc::unavailable) << acquired.error();
+	EXPECT_LE(acquire_ms, 1000 + statement + connect + slack);
+	ASSERT_FALSE(released);
+	EXPECT_EQ(released.error().code, Errc::unavailable) << released.error();
+	EXPECT_LE(release_ms, statement + connect + slack);
+	// thawed, the client recovers and the lease was never lost server-side
+	EXPECT_TRUE(eventually([&] { return static_cast<bool>(lease->renew()); }, 10s));
+}
+
+// An acquire the client gave up on (its backend was stopped past the call's
+// bound) is executed when the backend resumes: the server sees the client
+// gone and undoes the grant, instead of leaving a lease nobody knows it holds.
+TEST_F(ClientTest, GrantTheClientGaveUpOnIsUndoneByTheServer)
+{
+	pglease::ClientOptions co;
+	co.statement_grace = 500ms;
+	pglease::Client client{"application_name=cxx_gave_up", co};
+	{
+		auto warm = client.acquire(unique_resource(), opts(5s)); // one pooled connection
+		ASSERT_TRUE(warm) << warm.error();
+	}
+	Admin admin;
+	int pid =
+	    admin.one("SELECT pid FROM pg_stat_activity WHERE application_name = 'cxx_gave_up'")[0].as<int>();
+	ASSERT_EQ(run_shell("kill -STOP " + std::to_string(pid)), 0);
+	auto r = unique_resource();
+	auto t0 = std::chrono::steady_clock::now();
+	auto lease = client.acquire(r, opts(60s));
+	auto elapsed = std::chrono::steady_clock::now() - t0;
+	ASSERT_EQ(run_shell("kill -CONT " + std::to_string(pid)), 0);
+	ASSERT_FALSE(lease) << "granted by a stopped backend?";
+	EXPECT_EQ(lease.error().code, Errc::unavailable) << lease.error();
+	EXPECT_LT(elapsed, 2500ms) << "bound: statement_grace + 0.5 s";
+	// the resumed backend runs the acquire it had received, then exits
+	ASSERT_TRUE(eventually(
+	    [&] {
+		    return admin.one("SELECT count(*) FROM pg_stat_activity WHERE pid = " + std::to_string(pid))[0]
+		               .as<int>() == 0;
+	    },
+	    10s));
+	EXPECT_GT(admin.acquire(r, "5 s"), 0) << "the abandoned acquire left " << r << " held";
 }

@@ -323,12 +323,12 @@ TEST_P(Conformance, InvalidArgumentsAreRefused)
 
 // free_for_another -- resource can be taken at once by another locker of the
 // same provider (so nothing of a refused call holds it)
-#define EXPECT_FREE_FOR_ANOTHER(resource)                                                        \
-	do {                                                                                         \
-		auto other_ = pglease::connect(GetParam().url);                                          \
-		ASSERT_TRUE(other_) << other_.error();                                                   \
-		auto got_ = in_other_thread([&] { return (*other_)->try_acquire((resource), opts(5s)); }); \
-		EXPECT_TRUE(got_) << "a refused call left " << (resource) << " taken: " << got_.error(); \
+#define EXPECT_FREE_FOR_ANOTHER(resource)                                                                    \
+	do {                                                                                                     \
+		auto other_ = pglease::connect(GetParam().url);                                                      \
+		ASSERT_TRUE(other_) << other_.error();                                                               \
+		auto got_ = in_other_thread([&] { return (*other_)->try_acquire((resource), opts(5s)); });           \
+		EXPECT_TRUE(got_) << "a refused call left " << (resource) << " taken: " << got_.error();             \
 	} while (0)
 
 TEST_P(Conformance, NulBytesInResourceOrHolderAreRefusedAndTakeNothing)
@@ -352,8 +352,8 @@ TEST_P(Conformance, NulBytesInResourceOrHolderAreRefusedAndTakeNothing)
 TEST_P(Conformance, InvalidUtf8InResourceOrHolderIsRefused)
 {
 	std::string base = unique_resource();
-	for (const std::string &bad : {std::string{"\xff\xfe"}, std::string{"\xc0\xaf"}, std::string{"\xed\xa0\x80"},
-	                               std::string{"caf\xc3"}}) {
+	for (const std::string &bad : {std::string{"\xff\xfe"}, std::string{"\xc0\xaf"},
+	                               std::string{"\xed\xa0\x80"}, std::string{"caf\xc3"}}) {
 		auto r = locker->acquire(base + bad, opts(10s));
 		ASSERT_FALSE(r) << "granted a resource that is not UTF-8";
 		EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error();
@@ -397,9 +397,10 @@ TEST_P(Conformance, NamesUpTo256BytesWorkLongerOnesAreRefusedBeforeAnyIo)
 TEST_P(Conformance, TokenCallsRefuseBadArgumentsBeforeAnyIo)
 {
 	std::string r = unique_resource();
-	for (auto res : {locker->renew("", 1, 1s), locker->renew(r, 0, 1s), locker->renew(r, 1, 0ms),
-	                 locker->renew(r + std::string{"\0x", 2}, 1, 1s), locker->renew(std::string(300, 'r'), 1, 1s),
-	                 locker->release("", 1), locker->release(r, -5), locker->release(r + "\xff", 1)}) {
+	for (auto res :
+	     {locker->renew("", 1, 1s), locker->renew(r, 0, 1s), locker->renew(r, 1, 0ms),
+	      locker->renew(r + std::string{"\0x", 2}, 1, 1s), locker->renew(std::string(300, 'r'), 1, 1s),
+	      locker->release("", 1), locker->release(r, -5), locker->release(r + "\xff", 1)}) {
 		ASSERT_FALSE(res);
 		EXPECT_EQ(res.error().code, Errc::invalid_argument) << res.error();
 	}
@@ -418,9 +419,13 @@ TEST_P(Conformance, HugeWaitWaitsForTheReleaseInsteadOfTimingOutAtOnce)
 	EXPECT_EQ(waiter.wait_for(700ms), std::future_status::timeout)
 	    << "a wait of milliseconds::max() returned at once";
 	ASSERT_TRUE(held->release());
-	ASSERT_EQ(waiter.wait_for(20s), std::future_status::ready) << "the waiter was not granted after the release";
+	ASSERT_EQ(waiter.wait_for(20s), std::future_status::ready)
+	    << "the waiter was not granted after the release";
 	auto got = waiter.get();
-	EXPECT_TRUE(got) << "after " << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+	EXPECT_TRUE(got) << "after "
+	                 << std::chrono::duration_cast<std::chrono::milliseconds>(
+	                        std::chrono::steady_clock::now() - t0)
+	                        .count()
 	                 << " ms: " << got.error();
 }
 
@@ -472,9 +477,10 @@ TEST(Connect, NoMessageShowsTheUrlsPassword)
 {
 	const std::string pw = "Pw-s3cr3t-8c1";
 	for (const std::string &url :
-	     {"redis://user:" + pw + "@127.0.0.1:1/0", "redis://:" + pw + "@127.0.0.1:1", "redis://u:" + pw + "@:x/99",
-	      "redlock://u:" + pw + "@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "etcd://u:" + pw + "@127.0.0.1:1",
-	      "etcd://u:" + pw + "@a b:1", "zookeeper://u:" + pw + "@127.0.0.1:1", "foo://u:" + pw + "@h",
+	     {"redis://user:" + pw + "@127.0.0.1:1/0", "redis://:" + pw + "@127.0.0.1:1",
+	      "redis://u:" + pw + "@:x/99", "redlock://u:" + pw + "@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3",
+	      "etcd://u:" + pw + "@127.0.0.1:1", "etcd://u:" + pw + "@a b:1",
+	      "zookeeper://u:" + pw + "@127.0.0.1:1", "foo://u:" + pw + "@h",
 	      "postgresql://u:" + pw + "@h/db?nonsense=1", "host=h password=" + pw + " port"}) {
 		auto r = pglease::connect(url);
 		if (!r) {

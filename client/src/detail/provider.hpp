@@ -40,7 +40,8 @@ using std::chrono::milliseconds;
 /// A resource name or holder label every provider can carry unchanged:
 /// at most max_bytes bytes of valid UTF-8 without NUL bytes (and, for a
 /// resource, not empty).  Errc::invalid_argument (22023) naming `what`.
-[[nodiscard]] Result<void> check_label(std::string_view what, std::string_view value, std::size_t max_bytes) noexcept;
+[[nodiscard]] Result<void> check_label(std::string_view what, std::string_view value,
+                                       std::size_t max_bytes) noexcept;
 /// check_label for a resource name (max_resource_bytes, not empty).
 [[nodiscard]] Result<void> check_resource(std::string_view resource) noexcept;
 

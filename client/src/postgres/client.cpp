@@ -179,9 +179,8 @@ protected:
 
 	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, milliseconds ttl) override
 	{
-		return pool_->with_db<bool>([&](Db &db) {
-			return db_renew(db, resource, token, ttl, pool_->options().statement_grace);
-		});
+		return pool_->with_db<bool>(
+		    [&](Db &db) { return db_renew(db, resource, token, ttl, pool_->options().statement_grace); });
 	}
 
 	Result<bool> release_by_token(std::string_view resource, std::int64_t token) override

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "postgres/db.hpp"
+#include "postgres/watchdog.hpp"
+#include "detail/provider.hpp"
 #include "pglease/version.hpp"
 
 namespace pglease::detail {
@@ -62,6 +64,37 @@ sqlstate_of(const pqxx::sql_error &e)
 	return {};
 }
 
+// How long past its statement_timeout a call waits for the server's own
+// error before the client closes the connection (CallDeadline): the server
+// is then frozen or cut off.
+constexpr milliseconds answer_margin{500};
+
+// ServerSilent -- a call outlived statement_timeout + answer_margin
+struct ServerSilent : std::runtime_error {
+	explicit ServerSilent(milliseconds limit)
+	    : std::runtime_error("the server did not answer within " + std::to_string(limit.count()) +
+	                         " ms (frozen or cut off): the connection was closed")
+	{
+	}
+};
+
+// watched -- run exec() on tx's connection under a CallDeadline of timeout +
+// answer_margin; a call cut off by it throws ServerSilent
+template <class Exec>
+auto
+watched(pqxx::transaction_base &tx, milliseconds timeout, Exec &&exec)
+{
+	milliseconds limit = saturating_add(timeout, answer_margin);
+	CallDeadline deadline{tx.conn().sock(), limit};
+	try {
+		return exec();
+	} catch (const std::exception &) {
+		if (deadline.fired())
+			throw ServerSilent{limit};
+		throw;
+	}
+}
+
 // Run body(); map what it throws.
 template <class T, class Body>
 Result<T>
@@ -69,6 +102,10 @@ guarded(Db *db, Body &&body) noexcept
 {
 	try {
 		return body();
+	} catch (const ServerSilent &e) {
+		if (db)
+			db->broken = true;
+		return Error{Errc::unavailable, "08006", e.what()};
 	} catch (const pqxx::broken_connection &e) {
 		if (db)
 			db->broken = true;
@@ -114,8 +151,9 @@ guarded(Db *db, Body &&body) noexcept
 pqxx::row
 bounded(pqxx::nontransaction &tx, milliseconds timeout, const std::string &call)
 {
-	pqxx::result r =
-	    tx.exec("SET LOCAL statement_timeout = " + timeout_ms(timeout) + "; SELECT " + call);
+	pqxx::result r = watched(tx, timeout, [&] {
+		return tx.exec("SET LOCAL statement_timeout = " + timeout_ms(timeout) + "; SELECT " + call);
+	});
 	return r.at(0);
 }
 
@@ -180,7 +218,8 @@ postgres_conninfo(std::string_view dsn, milliseconds connect_timeout) noexcept
 			PQfreemem(err);
 			while (!why.empty() && (why.back() == '\n' || why.back() == ' '))
 				why.pop_back();
-			return Error{Errc::invalid_argument, "", "invalid PostgreSQL connection string: " + redact(why, dsn)};
+			return Error{Errc::invalid_argument, "",
+			             "invalid PostgreSQL connection string: " + redact(why, dsn)};
 		}
 		// rebuilt as key=value: libpq reads URLs and key=value strings
 		// alike, and connect_timeout is added to either form
@@ -215,9 +254,10 @@ db_connect(const std::string &conninfo, milliseconds statement_timeout) noexcept
 		// was built for may lack what it calls.  No row: not installed, which
 		// the calls themselves report (3F000, 42883).
 		pqxx::nontransaction tx{*db->conn};
-		pqxx::result r =
-		    tx.exec("SET LOCAL statement_timeout = " + timeout_ms(statement_timeout) +
-		            "; SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_lease'");
+		pqxx::result r = watched(tx, statement_timeout, [&] {
+			return tx.exec("SET LOCAL statement_timeout = " + timeout_ms(statement_timeout) +
+			               "; SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_lease'");
+		});
 		if (!r.empty() && compare_versions(r[0][0].c_str(), extension_version) < 0)
 			return Error{Errc::not_installed, "",
 			             "pg_lease " + std::string{r[0][0].c_str()} +
@@ -331,11 +371,12 @@ db_status(Db &db, milliseconds timeout) noexcept
 	return guarded<std::vector<LeaseInfo>>(&db, [&]() -> Result<std::vector<LeaseInfo>> {
 		pqxx::nontransaction tx{*db.conn};
 		// one simple-query message: SET LOCAL lasts for this statement only
-		pqxx::result res = tx.exec(
-		    "SET LOCAL statement_timeout = " + timeout_ms(timeout) +
-		    "; SELECT resource, holder, token, owner::text,"
-		    "       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters"
-		    "  FROM lease.leases ORDER BY resource");
+		pqxx::result res = watched(tx, timeout, [&] {
+			return tx.exec("SET LOCAL statement_timeout = " + timeout_ms(timeout) +
+			               "; SELECT resource, holder, token, owner::text,"
+			               "       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters"
+			               "  FROM lease.leases ORDER BY resource");
+		});
 		std::vector<LeaseInfo> out;
 		for (const auto &row : res) {
 			LeaseInfo info;
