@@ -1,9 +1,10 @@
 // etcd/locker.cpp -- the etcd:// provider: the FIFO lock recipe of etcd's
 // clientv3/concurrency Mutex, over the JSON gateway (etcd/gateway.hpp).
 //
-// Recipe: acquire grants an etcd lease (LeaseGrant, the TTL rounded up to
-// whole seconds: etcd leases have no finer unit; the local deadline still
-// uses the TTL asked for, so it is conservative) and puts
+// Recipe: acquire grants an etcd lease (LeaseGrant; the TTL in whole seconds,
+// rounded up: etcd leases have no finer unit, so 1500ms is a 2 s lease; the
+// local deadline still uses the TTL asked for, so it is conservative; at most
+// etcd's MaxLeaseTTL, 9,000,000,000 s, max_ttl()) and puts
 // "pglease/lock/<resource>/<lease id, 16 hex digits>" with that lease (a txn:
 // put only if the key does not exist yet, so a retried request keeps the
 // first create revision).  The holder is the key of the resource with the
@@ -14,17 +15,40 @@
 // holds the lock.  While queued, the waiter keeps its own lease alive every
 // heartbeat.
 //
+// Orphans: the key is queued under a lease of at most queue_ttl_max (5 s).
+// Once first, a grant with a longer TTL moves the key (a txn: same create
+// revision, same lease still) to a lease of the full TTL and revokes the
+// queue lease.  So a key created after its acquire gave up (the put executed
+// late, the revoke not reaching etcd) is gone within 5 s; only a move whose
+// answer was lost leaves the key under the full TTL (the client revokes both
+// leases, best effort).
+//
+// Time: every call has one deadline: statement_grace for renew, release and
+// the token calls; wait + statement_grace for acquire, each of its requests
+// bounded by a statement_grace of its own within it.  The gateway shares a
+// request's time among the endpoints it tries (etcd/gateway.hpp), so frozen
+// members cost one deadline, not one each.
+//
 // Token: the lock key's create revision, etcd's cluster-wide revision
 // counter: strictly increasing per resource (and across the cluster), kept
 // through restarts and leader changes with the raft log.
 //
 // Renew is LeaseKeepAlive (TTL 0 or lease not found: not held) plus a read of
-// the key (deleted server-side: not held).  Release deletes the key and
-// revokes the lease; a waiter that times out revokes its lease, which deletes
-// its key.  A released grant's lease, holding no key any more, is kept in the
-// locker's pool (ClientOptions::max_idle_connections) for the next acquire with
-// the same TTL, after a keepalive: no LeaseGrant/LeaseRevoke per grant.  Keys of resource "a/b" lie under the
-// prefix of resource "a", so a queue read keeps only keys whose rest after the prefix is 16 hex digits.
+// the key (deleted server-side: not held).  Release deletes the key (a txn on
+// its create revision) and pools its lease; a waiter that times out revokes
+// its lease, which deletes its key.  A released grant's lease, holding no key
+// any more, is kept in the locker's pool (ClientOptions::max_idle_connections)
+// for the next acquire with the same TTL, after a keepalive: no
+// LeaseGrant/LeaseRevoke per grant.  Keys of resource "a/b" lie under the
+// prefix of resource "a", so a queue read keeps only keys whose rest after the
+// prefix is 16 hex digits.
+//
+// Token calls act only on the holder's key (no lock key of the resource
+// created before it): a queued waiter's token answers false and its key stays.
+// etcd cannot change a lease's TTL (a keepalive refreshes it to the TTL it was
+// granted with), so renew(resource, token, ttl) with ttl longer than that is
+// invalid_argument naming the granted TTL; a shorter ttl refreshes the lease
+// to its granted TTL (held at least as long as asked).
 #include <cinttypes>
 #include <cstdio>
 #include <thread>
