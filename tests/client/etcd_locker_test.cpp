@@ -78,11 +78,85 @@ delete_lock_keys(int port, const std::string &resource)
 	return r.is_object() && r.contains("deleted");
 }
 
+// One lock key as the gateway shows it.
+struct KeyInfo {
+	long long create_revision = 0;
+	long long lease = 0;
+};
+
+// lock_kvs -- the lock keys of a resource, oldest first
+std::vector<KeyInfo>
+lock_kvs(int port, const std::string &resource)
+{
+	Json body = prefix_range(resource);
+	body["sort_target"] = "CREATE";
+	body["sort_order"] = "ASCEND";
+	Json r = gateway(port, "/v3/kv/range", body);
+	std::vector<KeyInfo> out;
+	if (!r.is_object() || !r.contains("kvs"))
+		return out;
+	for (const Json &kv : r["kvs"])
+		out.push_back(
+		    KeyInfo{std::stoll(kv.value("create_revision", "0")), std::stoll(kv.value("lease", "0"))});
+	return out;
+}
+
+// granted_ttl -- the TTL (s) a lease was granted with, -1 when it is gone
+long long
+granted_ttl(int port, long long lease)
+{
+	Json r = gateway(port, "/v3/lease/timetolive", Json{{"ID", std::to_string(lease)}});
+	if (!r.is_object() || std::stoll(r.value("TTL", "-1")) < 0)
+		return -1;
+	return std::stoll(r.value("grantedTTL", "0"));
+}
+
 // An etcd member of one test binary (scripts/etcd.sh; CLUSTER: its peers'
-// start arguments); killed and removed when the object goes.
-class EtcdMember : public ScriptServer {
+// start arguments); killed and removed when the object goes.  Its pid (the
+// pidfile scripts/etcd.sh keeps in its directory) is what freeze() stops.
+class EtcdMember {
 public:
-	EtcdMember(int port, std::string cluster = "") : ScriptServer("etcd.sh", port, std::move(cluster)) {}
+	EtcdMember(int port, std::string cluster = "")
+	    : dirs_("etcd.sh"), dir_(dirs_.dir("server")), port_(port), cluster_(std::move(cluster))
+	{
+	}
+	bool start() { return dirs_.run("start", dir_, std::to_string(port_) + " " + cluster_); }
+	bool stop() { return dirs_.run("stop", dir_); }
+	int port() const { return port_; }
+	std::string pid() const { return capture("cat '" + dir_ + "/etcd.pid' 2>/dev/null"); }
+
+private:
+	ServerDirs dirs_;
+	std::string dir_;
+	int port_;
+	std::string cluster_;
+};
+
+// Frozen -- the members SIGSTOPped while the object lives (SIGCONT in the
+// destructor, so a failing assertion leaves no frozen server behind)
+class Frozen {
+public:
+	explicit Frozen(std::vector<const EtcdMember *> members)
+	{
+		for (const auto *m : members) {
+			std::string pid = m->pid();
+			while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' '))
+				pid.pop_back();
+			if (!pid.empty() && sh("kill -STOP " + pid))
+				pids_.push_back(pid);
+		}
+	}
+	~Frozen()
+	{
+		for (const auto &pid : pids_)
+			sh("kill -CONT " + pid);
+	}
+	Frozen(const Frozen &) = delete;
+	Frozen &operator=(const Frozen &) = delete;
+	std::size_t count() const { return pids_.size(); }
+
+private:
+	std::vector<std::string> pids_;
 };
 
 std::string
@@ -293,6 +367,260 @@ TEST_F(EtcdLocker, MalformedUrlsAreInvalidArguments)
 	}
 }
 
+// --- issue 19 -------------------------------------------------------------
+
+TEST_F(EtcdLocker, TokenCallsWithAQueuedWaitersTokenAnswerFalseAndKeepItQueued)
+{
+	auto r = unique_resource();
+	auto holder = locker->acquire(r, opts(10s));
+	ASSERT_TRUE(holder) << holder.error();
+	auto waiter = std::async(std::launch::async, [&] { return locker->acquire(r, opts(10s, 15s)); });
+	ASSERT_TRUE(eventually([&] { return lock_keys(single_port, r) == 2; }, 5s)) << "the waiter did not queue";
+	auto keys = lock_kvs(single_port, r);
+	ASSERT_EQ(keys.size(), 2u);
+	const std::int64_t waiter_token = keys[1].create_revision;
+	ASSERT_EQ(keys[0].create_revision, holder->token());
+
+	auto renewed = locker->renew(r, waiter_token, 10s);
+	ASSERT_TRUE(renewed) << renewed.error();
+	EXPECT_FALSE(*renewed) << "a queued waiter's token was renewed as if it held the lock";
+	auto released = locker->release(r, waiter_token);
+	ASSERT_TRUE(released) << released.error();
+	EXPECT_FALSE(*released) << "a queued waiter's token was released as if it held the lock";
+	EXPECT_EQ(lock_keys(single_port, r), 2) << "the waiter's key was removed by a token call";
+
+	ASSERT_TRUE(holder->release());
+	auto granted = waiter.get();
+	ASSERT_TRUE(granted) << "the waiter lost its place: " << granted.error();
+	EXPECT_EQ(granted->token(), waiter_token) << "the waiter was queued again instead of keeping its key";
+}
+
+TEST_F(EtcdLocker, TokenRenewLongerThanTheGrantedTtlIsRefusedAndTheLeaseKeepsItsTtl)
+{
+	auto r = unique_resource();
+	auto o = opts(3s);
+	o.auto_renew = false;
+	auto lease = locker->acquire(r, o);
+	ASSERT_TRUE(lease) << lease.error();
+	auto keys = lock_kvs(single_port, r);
+	ASSERT_EQ(keys.size(), 1u);
+	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 3);
+
+	auto longer = locker->renew(r, lease->token(), 1h);
+	ASSERT_FALSE(longer) << "renewed for 1h a lease etcd keeps at 3 s";
+	EXPECT_EQ(longer.error().code, Errc::invalid_argument) << longer.error();
+	EXPECT_NE(longer.error().message.find("granted for 3s"), std::string::npos) << longer.error();
+	EXPECT_FALSE(pglease::is_retryable(longer.error()));
+	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 3);
+
+	for (milliseconds ttl : {3000ms, 2500ms, 1000ms}) { // at most the granted TTL: refreshed to it
+		auto same = locker->renew(r, lease->token(), ttl);
+		ASSERT_TRUE(same) << pglease::format_duration(ttl) << ": " << same.error();
+		EXPECT_TRUE(*same) << pglease::format_duration(ttl);
+	}
+	EXPECT_TRUE(lease->renew()); // Lease::renew asks for its own TTL
+}
+
+TEST_F(EtcdLocker, CliRenewByTokenForLongerThanTheGrantedTtlExitsWithAUsageError)
+{
+	const std::string url = url_of({single_port});
+	auto r = unique_resource();
+	const std::string cli = std::string(PGLEASE_CLI) + " ";
+	std::string token = capture(cli + "acquire --dsn " + url + " --resource '" + r + "' --ttl 3s");
+	while (!token.empty() && token.back() == '\n')
+		token.pop_back();
+	ASSERT_FALSE(token.empty()) << "pglease acquire printed no token";
+	std::string out = capture(cli + "renew --dsn " + url + " --resource '" + r + "' --token " + token +
+	                          " --ttl 1h 2>&1; echo \"exit=$?\"");
+	std::printf("pglease renew --ttl 1h of a 3 s lease: %s", out.c_str());
+	EXPECT_NE(out.find("exit=64"), std::string::npos) << out;
+	EXPECT_NE(out.find("granted for 3s"), std::string::npos) << out;
+	auto keys = lock_kvs(single_port, r);
+	ASSERT_EQ(keys.size(), 1u);
+	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 3) << "the lease's TTL changed";
+	EXPECT_TRUE(sh(cli + "renew --dsn " + url + " --resource '" + r + "' --token " + token + " --ttl 3s"));
+	EXPECT_TRUE(sh(cli + "release --dsn " + url + " --resource '" + r + "' --token " + token));
+	EXPECT_EQ(lock_keys(single_port, r), 0);
+}
+
+TEST_F(EtcdLocker, QueuedKeyLivesUnderAShortLeaseAndMovesToTheFullTtlWhenGranted)
+{
+	auto r = unique_resource();
+	auto holder = locker->acquire(r, opts(10s));
+	ASSERT_TRUE(holder) << holder.error();
+	auto keys = lock_kvs(single_port, r);
+	ASSERT_EQ(keys.size(), 1u);
+	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 10) << "the holder's key is not under its full TTL";
+
+	auto waiter = std::async(std::launch::async, [&] { return locker->acquire(r, opts(60s, 15s)); });
+	ASSERT_TRUE(eventually([&] { return lock_keys(single_port, r) == 2; }, 5s)) << "the waiter did not queue";
+	keys = lock_kvs(single_port, r);
+	ASSERT_EQ(keys.size(), 2u);
+	long long queued_ttl = granted_ttl(single_port, keys[1].lease);
+	std::printf("a waiter asking for 60 s is queued under a lease of %lld s\n", queued_ttl);
+	EXPECT_GT(queued_ttl, 0);
+	EXPECT_LE(queued_ttl, 5) << "a key queued after its acquire gave up would live 60 s";
+
+	ASSERT_TRUE(holder->release());
+	auto granted = waiter.get();
+	ASSERT_TRUE(granted) << granted.error();
+	EXPECT_EQ(granted->token(), keys[1].create_revision);
+	keys = lock_kvs(single_port, r);
+	ASSERT_EQ(keys.size(), 1u);
+	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 60) << "the granted key is not under its 60 s lease";
+	EXPECT_TRUE(granted->renew());
+	EXPECT_TRUE(granted->release());
+	EXPECT_EQ(lock_keys(single_port, r), 0);
+}
+
+TEST_F(EtcdLocker, UnboundedWaitOnAHeldResourceWaits)
+{
+	auto r = unique_resource();
+	auto holder = locker->acquire(r, opts(10s));
+	ASSERT_TRUE(holder) << holder.error();
+	auto waiter = std::async(std::launch::async,
+	                         [&] { return locker->acquire(r, opts(10s, std::chrono::milliseconds::max())); });
+	ASSERT_EQ(waiter.wait_for(1500ms), std::future_status::timeout)
+	    << "wait = milliseconds::max() returned at once: " << waiter.get().error();
+	ASSERT_TRUE(holder->release());
+	auto granted = waiter.get();
+	ASSERT_TRUE(granted) << granted.error();
+	EXPECT_GT(granted->token(), holder->token());
+}
+
+TEST_F(EtcdLocker, TtlAboveEtcdsMaximumIsRefusedNamingIt)
+{
+	auto r = unique_resource();
+	const milliseconds max = std::chrono::seconds{9'000'000'000LL};
+	for (milliseconds ttl : {max + 1s, std::chrono::milliseconds::max()}) {
+		auto refused = locker->acquire(r, opts(ttl));
+		ASSERT_FALSE(refused) << pglease::format_duration(ttl) << " granted";
+		EXPECT_EQ(refused.error().code, Errc::invalid_argument) << refused.error();
+		EXPECT_NE(refused.error().message.find("2500000h"), std::string::npos) << refused.error();
+		auto renewed = locker->renew(r, 1, ttl);
+		ASSERT_FALSE(renewed);
+		EXPECT_EQ(renewed.error().code, Errc::invalid_argument) << renewed.error();
+	}
+	EXPECT_EQ(lock_keys(single_port, r), 0) << "a refused TTL wrote a key";
+	auto at_max = locker->acquire(r, opts(max));
+	ASSERT_TRUE(at_max) << at_max.error();
+	EXPECT_TRUE(at_max->valid());
+	auto keys = lock_kvs(single_port, r);
+	ASSERT_EQ(keys.size(), 1u);
+	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 9'000'000'000LL);
+	EXPECT_TRUE(at_max->release());
+}
+
+TEST_F(EtcdLocker, OverlongResourceAndHolderAreInvalidArgumentsAndWriteNothing)
+{
+	auto r = unique_resource();
+	auto big_name = locker->acquire(r + "/" + std::string(1 << 20, 'x'), opts(10s));
+	ASSERT_FALSE(big_name);
+	EXPECT_EQ(big_name.error().code, Errc::invalid_argument) << big_name.error();
+	auto o = opts(10s);
+	o.holder = std::string(5 << 20, 'h');
+	auto big_holder = locker->acquire(r, o);
+	ASSERT_FALSE(big_holder);
+	EXPECT_EQ(big_holder.error().code, Errc::invalid_argument) << big_holder.error();
+	EXPECT_FALSE(pglease::is_retryable(big_holder.error()));
+	EXPECT_EQ(lock_keys(single_port, r), 0) << "an over-long input wrote a key";
+}
+
+TEST_F(EtcdLocker, MalformedHostsAndCredentialsAreRefusedWithoutEchoingThePassword)
+{
+	for (const char *url : {"etcd://a b:47201", "etcd://127.0.0.1 :47201", "etcd://:47201",
+	                        "etcd://h:", "etcd://h:0", "etcd://h:x1", "etcd://h\t:1", "etcd://[::1 ]:1",
+	                        "etcd://alice:s3cr3tPW@127.0.0.1:56500", "etcd://h:1,alice:s3cr3tPW@h:2"}) {
+		auto r = pglease::connect(url);
+		ASSERT_FALSE(r) << url << " accepted";
+		EXPECT_EQ(r.error().code, Errc::invalid_argument) << url << ": " << r.error();
+		EXPECT_EQ(r.error().message.find("s3cr3tPW"), std::string::npos) << r.error();
+	}
+	std::string out = capture(std::string(PGLEASE_CLI) +
+	                          " acquire --dsn 'etcd://alice:s3cr3tPW@127.0.0.1:56500' --resource r --ttl 10s "
+	                          "2>&1; echo \"exit=$?\"");
+	EXPECT_NE(out.find("exit=64"), std::string::npos) << out;
+	EXPECT_EQ(out.find("s3cr3tPW"), std::string::npos) << out;
+}
+
+// timed -- run fn, print how long it took, return its elapsed time
+template <class F>
+milliseconds
+timed(const char *what, F &&fn)
+{
+	auto start = Clock::now();
+	auto result = fn();
+	auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+	std::printf("  %-36s %5lld ms  %s\n", what, static_cast<long long>(took.count()),
+	            result ? "succeeded" : "failed");
+	EXPECT_FALSE(result) << what << " succeeded with the server frozen";
+	return took;
+}
+
+TEST_F(EtcdLocker, FrozenMemberBoundsEveryCallByOneStatementGrace)
+{
+	auto options = quick_backoff();
+	options.statement_grace = 1s;
+	auto connected = pglease::connect(url_of({single_port}), options);
+	ASSERT_TRUE(connected) << connected.error();
+	auto &l = *connected;
+	auto r = unique_resource();
+	auto o = opts(10s);
+	o.auto_renew = false;
+	auto lease = l->acquire(r, o);
+	ASSERT_TRUE(lease) << lease.error();
+	auto held = unique_resource();
+	auto held_lease = in_other_thread([&] { return l->acquire(held, o); });
+	ASSERT_TRUE(held_lease) << held_lease.error();
+	const auto bound = options.statement_grace + 1500ms;
+	{
+		// a waiter queued before the freeze: its wait ends within wait + grace
+		auto waiter = std::async(std::launch::async, [&] {
+			auto start = Clock::now();
+			auto got = l->acquire(held, opts(10s, 1500ms));
+			return std::make_pair(std::move(got), Clock::now() - start);
+		});
+		ASSERT_TRUE(eventually([&] { return lock_keys(single_port, held) == 2; }, 5s));
+		Frozen frozen({member});
+		ASSERT_EQ(frozen.count(), 1u);
+		std::printf("etcd member frozen, statement_grace %lld ms:\n",
+		            static_cast<long long>(options.statement_grace.count()));
+		auto pause = [] { std::this_thread::sleep_for(350ms); }; // past the reconnect backoff
+		EXPECT_LE(timed("Lease::renew", [&] { return static_cast<bool>(lease->renew()); }), bound);
+		pause();
+		EXPECT_LE(timed("Locker::renew(token)",
+		                [&] { return static_cast<bool>(l->renew(r, lease->token(), 10s)); }),
+		          bound);
+		pause();
+		EXPECT_LE(
+		    timed("Locker::release(token)", [&] { return static_cast<bool>(l->release(r, lease->token())); }),
+		    bound);
+		pause();
+		EXPECT_LE(timed("acquire(wait 1 s)",
+		                [&] {
+			                auto other = unique_resource();
+			                return static_cast<bool>(
+			                    in_other_thread([&] { return l->acquire(other, opts(10s, 1s)); }));
+		                }),
+		          bound + 1s);
+		pause();
+		EXPECT_LE(timed("Lease::release", [&] { return static_cast<bool>(lease->release()); }), bound);
+		auto [got, took] = waiter.get();
+		std::printf("  %-36s %5lld ms  %s\n", "acquire(wait 1.5 s) queued before",
+		            static_cast<long long>(std::chrono::duration_cast<milliseconds>(took).count()),
+		            got ? "succeeded" : "failed");
+		EXPECT_FALSE(got) << "granted while held";
+		EXPECT_LE(took, 1500ms + bound);
+	}
+	EXPECT_TRUE(eventually(
+	    [&] {
+		    auto other = unique_resource();
+		    return static_cast<bool>(in_other_thread([&] { return l->try_acquire(other, opts(5s)); }));
+	    },
+	    5s, 100ms))
+	    << "no grant within 5 s after the member resumed";
+}
+
 // leader_port -- the client port of the cluster's leader, 0 if none answers
 int
 leader_port()
@@ -360,6 +688,51 @@ TEST(EtcdCluster, LeaderStoppedWhileHeldAndWaitedNeverTwoHolders)
 	ASSERT_TRUE(second) << second.error();
 	EXPECT_GT(second->token(), t1);
 	EXPECT_FALSE(overlap.load()) << "two holders at once";
+}
+
+TEST(EtcdCluster, TwoFrozenMembersCostOneDeadlineNotOneEach)
+{
+	std::string spec = std::to_string(cluster_ports[0]) + "," + std::to_string(cluster_ports[1]) + "," +
+	                   std::to_string(cluster_ports[2]);
+	std::vector<std::unique_ptr<EtcdMember>> members;
+	std::vector<std::future<bool>> started;
+	for (int p : cluster_ports) {
+		members.push_back(std::make_unique<EtcdMember>(p, spec));
+		started.push_back(std::async(std::launch::async, [m = members.back().get()] { return m->start(); }));
+	}
+	for (auto &s : started)
+		ASSERT_TRUE(s.get()) << "a cluster member did not start";
+	auto options = quick_backoff();
+	const auto grace = options.statement_grace; // the default, 2 s
+	auto connected =
+	    pglease::connect(url_of({cluster_ports[0], cluster_ports[1], cluster_ports[2]}), options);
+	ASSERT_TRUE(connected) << connected.error();
+	auto &locker = *connected;
+	const std::string r = "etcd-test/frozen-two";
+	auto o = opts(10s);
+	o.auto_renew = false;
+	auto lease = locker->acquire(r, o);
+	ASSERT_TRUE(lease) << lease.error();
+
+	// the first two endpoints of the URL frozen: every call tries them first
+	Frozen frozen({members[0].get(), members[1].get()});
+	ASSERT_EQ(frozen.count(), 2u);
+	std::printf("2 of 3 etcd members frozen (the first two endpoints), statement_grace %lld ms:\n",
+	            static_cast<long long>(grace.count()));
+	const auto bound = grace + 1500ms;
+	auto pause = [] { std::this_thread::sleep_for(350ms); }; // past the reconnect backoff
+	EXPECT_LE(timed("Lease::renew", [&] { return static_cast<bool>(lease->renew()); }), bound);
+	pause();
+	EXPECT_LE(timed("try_acquire",
+	                [&] {
+		                return static_cast<bool>(
+		                    in_other_thread([&] { return locker->try_acquire("etcd-test/other", o); }));
+	                }),
+	          bound);
+	pause();
+	EXPECT_LE(timed("Locker::release(token)",
+	                [&] { return static_cast<bool>(locker->release(r, lease->token())); }),
+	          bound);
 }
 
 } // namespace

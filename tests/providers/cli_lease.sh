@@ -4,7 +4,9 @@
 # (already started; START-CMD and STOP-CMD restart and stop it): the command
 # gets PGLEASE_TOKEN and tokens strictly increase across runs, a held
 # resource exits 75 after --wait, a lease lost because the server stopped
-# exits 76, renew/release by token work and a second release exits 76.  With
+# exits 76, renew/release by token work and a second release exits 76 (etcd:
+# a renew asking for more than the lease's granted TTL exits 64 and leaves the
+# lease's TTL as it was: etcd cannot change it).  With
 # run-only (a provider whose grant is its session's, ZooKeeper), acquire must
 # be refused as a usage error (64) instead: its grant would end with it.
 set -euo pipefail
@@ -48,6 +50,25 @@ token="$("$PGLEASE" acquire --dsn "$URL" --resource "$R/tok" --ttl 10s --wait 10
 expect "${NAME}_acquire_prints_token" "printed '$token'" '[ "$token" -gt 0 ]'
 rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --ttl 10s || rc=$?
 expect "${NAME}_renew_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
+if [ "${URL#etcd://}" != "$URL" ]; then
+	# etcd_granted_ttl RESOURCE -- the granted TTL of the lease of RESOURCE's
+	# (first) lock key, through the JSON gateway of the URL's first endpoint
+	etcd_granted_ttl() {
+		local ep="${URL#etcd://}" prefix key end lease
+		ep="${ep%%,*}"
+		prefix="pglease/lock/$1/"
+		key="$(printf '%s' "$prefix" | base64 -w0)"
+		end="$(printf '%s' "${prefix%/}0" | base64 -w0)"
+		lease="$(curl -s -m 5 "http://$ep/v3/kv/range" -d "{\"key\":\"$key\",\"range_end\":\"$end\"}" |
+			grep -o '"lease":"[0-9]*"' | head -1 | grep -o '[0-9][0-9]*')" || return 0
+		curl -s -m 5 "http://$ep/v3/lease/timetolive" -d "{\"ID\":\"$lease\"}" |
+			grep -o '"grantedTTL":"[0-9]*"' | grep -o '[0-9][0-9]*' || true
+	}
+	rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --ttl 1h 2>/dev/null || rc=$?
+	granted="$(etcd_granted_ttl "$R/tok")"
+	expect "${NAME}_renew_beyond_granted_ttl_exits_64" "exit $rc, the lease's granted TTL now '$granted' s" \
+		'[ "$rc" -eq 64 ] && [ "$granted" = 10 ]'
+fi
 rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" || rc=$?
 expect "${NAME}_release_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
 rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" 2>/dev/null || rc=$?

@@ -4,10 +4,15 @@
 // Connection trouble is Errc::unavailable and puts the endpoint in reconnect
 // backoff (jittered, doubling from ClientOptions::backoff_initial to
 // backoff_max), the rule of the other providers; a request goes to the
-// preferred endpoint (the last one that answered) and fails over to the next.
+// preferred endpoint (the last one that answered) and fails over to the next,
+// all within the one deadline of the call (each endpoint tried gets an equal
+// share of the time left).
 // Every curl handle runs with CURLOPT_NOSIGNAL (no SIGALRM for timeouts;
 // libcurl sends with MSG_NOSIGNAL, so no SIGPIPE either).
 #include "etcd/gateway.hpp"
+
+#include "detail/provider.hpp"
+#include "pglease/error.hpp"
 
 #include <curl/curl.h>
 
@@ -25,10 +30,35 @@ using std::chrono::milliseconds;
 constexpr int grpc_cancelled = 1;
 constexpr int grpc_unavailable = 14;
 
+// shown -- the URL as an error may quote it: with any user or password
+// masked (the parser refuses them anyway, without quoting them)
+std::string
+shown(std::string_view url)
+{
+	return redact(url, url);
+}
+
 Error
 bad_url(std::string_view url, const std::string &what)
 {
-	return Error{Errc::invalid_argument, "", "invalid etcd URL \"" + std::string(url) + "\": " + what};
+	return Error{Errc::invalid_argument, "22023", "invalid etcd URL \"" + shown(url) + "\": " + what};
+}
+
+// host_char -- a byte a DNS name or an IPv4 address may hold (no space, no
+// control byte, nothing curl would read as part of a URL)
+bool
+host_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+	       c == '-' || c == '_';
+}
+
+// v6_char -- a byte of a bracketed IPv6 address (hex digits, ':', '.' of an
+// embedded IPv4, '%' of a zone id and its letters)
+bool
+v6_char(char c)
+{
+	return host_char(c) || c == ':' || c == '%';
 }
 
 Result<Endpoint>
@@ -44,6 +74,9 @@ parse_node(std::string_view url, std::string_view node)
 			return bad_url(url, "write [addr]:port, not \"" + std::string(node) + "\"");
 		host = node.substr(0, close + 1); // curl wants the brackets
 		port = node.substr(close + 2);
+		std::string_view inner = host.substr(1, host.size() - 2);
+		if (!std::all_of(inner.begin(), inner.end(), v6_char))
+			return bad_url(url, "bad character in the IPv6 address of \"" + std::string(node) + "\"");
 	} else {
 		auto colon = node.rfind(':');
 		if (colon == std::string_view::npos)
@@ -52,6 +85,9 @@ parse_node(std::string_view url, std::string_view node)
 		port = node.substr(colon + 1);
 		if (host.find(':') != std::string_view::npos)
 			return bad_url(url, "IPv6 address without brackets in \"" + std::string(node) + "\"");
+		if (!std::all_of(host.begin(), host.end(), host_char))
+			return bad_url(url, "bad character in the host of \"" + std::string(node) +
+			                        "\" (a host is letters, digits, '.', '-' and '_': no spaces)");
 	}
 	if (host.empty() || host == "[]")
 		return bad_url(url, "empty host in \"" + std::string(node) + "\"");
@@ -177,7 +213,12 @@ parse_url(std::string_view url) noexcept
 		if (url.substr(0, scheme.size()) != scheme)
 			return bad_url(url, "does not start with etcd://");
 		std::string_view rest = url.substr(scheme.size());
-		if (rest.find_first_of("/?#@") != std::string_view::npos)
+		// never quoted: what comes before '@' is a user and maybe a password
+		if (rest.find('@') != std::string_view::npos)
+			return Error{Errc::invalid_argument, "22023",
+			             "invalid etcd URL: a user or password (\"user:password@\") is not supported by the "
+			             "etcd provider yet; write etcd://host:port[,host:port...]"};
+		if (rest.find_first_of("/?#") != std::string_view::npos)
 			return bad_url(url, "only etcd://host:port[,host:port...] (no path, query or user)");
 		std::vector<Endpoint> out;
 		for (;;) {
@@ -365,12 +406,16 @@ Gateway::unreachable(std::size_t index) noexcept
 		preferred_ = (index + 1) % endpoints_.size();
 }
 
+Clock::time_point
+Gateway::call_deadline() const noexcept
+{
+	return deadline_after(Clock::now(), options_.statement_grace);
+}
+
 Result<Reply>
-Gateway::post(std::string_view path, const Json &body, milliseconds timeout) noexcept
+Gateway::post(std::string_view path, const Json &body, Clock::time_point deadline) noexcept
 {
 	try {
-		if (timeout <= milliseconds{0})
-			timeout = options_.statement_grace;
 		const std::string payload = body.dump();
 		std::string failures;
 		auto order = attempt_order();
@@ -382,13 +427,23 @@ Gateway::post(std::string_view path, const Json &body, milliseconds timeout) noe
 			return Error{Errc::unavailable, "",
 			             "etcd: every endpoint is in reconnect backoff (last errors: " + last + ")"};
 		}
-		for (std::size_t i : order) {
+		for (std::size_t k = 0; k < order.size(); k++) {
+			const std::size_t i = order[k];
+			auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+			if (left <= milliseconds{0}) {
+				failures += (failures.empty() ? "" : "; ") + std::string("the call's deadline passed");
+				break;
+			}
+			// an equal share of what is left for this endpoint and each one
+			// after it: a frozen member (its kernel still accepts the
+			// connection, nobody answers) costs its share, not the whole call
+			auto share = left / static_cast<long>(order.size() - k);
 			auto handle = borrow();
 			if (!handle)
 				return Error{Errc::internal, "", "out of memory"};
 			std::string url = url_of(i, path);
 			std::string received;
-			handle->prepare(url, payload, options_.connect_timeout, timeout);
+			handle->prepare(url, payload, std::min(options_.connect_timeout, share), share);
 			curl_easy_setopt(handle->get(), CURLOPT_WRITEFUNCTION, append_to_string);
 			curl_easy_setopt(handle->get(), CURLOPT_WRITEDATA, &received);
 			CURLcode rc = curl_easy_perform(handle->get());

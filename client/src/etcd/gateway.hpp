@@ -38,7 +38,10 @@ struct Endpoint {
 };
 
 /// The endpoints of etcd://h1:p1[,h2:p2,...] ([v6]:port accepted), or
-/// Errc::invalid_argument naming what is wrong.
+/// Errc::invalid_argument naming what is wrong, before any I/O: a host is a
+/// DNS name or an address (letters, digits, '.', '-', '_'; [v6] in brackets),
+/// a port 1-65535.  User and password (etcd://user:pw@...) are refused
+/// without quoting them: etcd authentication is not supported yet.
 Result<std::vector<Endpoint>> parse_url(std::string_view url) noexcept;
 
 std::string base64_encode(std::string_view bytes);
@@ -68,10 +71,15 @@ public:
 	/// POST body to path (e.g. "/v3/kv/range") on the preferred endpoint,
 	/// failing over to the next one on connection trouble or gRPC
 	/// UNAVAILABLE (no leader, a member shutting down).  Errc::unavailable
-	/// when no endpoint answered (at once while every endpoint is in
-	/// reconnect backoff).  timeout 0: ClientOptions::statement_grace.
+	/// when no endpoint answered by deadline (at once while every endpoint is
+	/// in reconnect backoff).  One deadline for the whole call: each endpoint
+	/// tried gets an equal share of the time left (the last one all of it),
+	/// so N frozen members cost one deadline, not N timeouts.
 	[[nodiscard]] Result<Reply> post(std::string_view path, const Json &body,
-	                                 std::chrono::milliseconds timeout = {}) noexcept;
+	                                 std::chrono::steady_clock::time_point deadline) noexcept;
+	/// The deadline of a call starting now: now + ClientOptions::statement_grace.
+	[[nodiscard]] std::chrono::steady_clock::time_point call_deadline() const noexcept;
+	[[nodiscard]] const ClientOptions &options() const noexcept { return options_; }
 
 	/// Watch key from start_revision until it is deleted (true) or timeout
 	/// passes (false).  One endpoint, no failover: on any error the caller

@@ -1,9 +1,10 @@
 // etcd/locker.cpp -- the etcd:// provider: the FIFO lock recipe of etcd's
 // clientv3/concurrency Mutex, over the JSON gateway (etcd/gateway.hpp).
 //
-// Recipe: acquire grants an etcd lease (LeaseGrant, the TTL rounded up to
-// whole seconds: etcd leases have no finer unit; the local deadline still
-// uses the TTL asked for, so it is conservative) and puts
+// Recipe: acquire grants an etcd lease (LeaseGrant; the TTL in whole seconds,
+// rounded up: etcd leases have no finer unit, so 1500ms is a 2 s lease; the
+// local deadline still uses the TTL asked for, so it is conservative; at most
+// etcd's MaxLeaseTTL, 9,000,000,000 s, max_ttl()) and puts
 // "pglease/lock/<resource>/<lease id, 16 hex digits>" with that lease (a txn:
 // put only if the key does not exist yet, so a retried request keeps the
 // first create revision).  The holder is the key of the resource with the
@@ -14,17 +15,40 @@
 // holds the lock.  While queued, the waiter keeps its own lease alive every
 // heartbeat.
 //
+// Orphans: the key is queued under a lease of at most queue_ttl_max (5 s).
+// Once first, a grant with a longer TTL moves the key (a txn: same create
+// revision, same lease still) to a lease of the full TTL and revokes the
+// queue lease.  So a key created after its acquire gave up (the put executed
+// late, the revoke not reaching etcd) is gone within 5 s; only a move whose
+// answer was lost leaves the key under the full TTL (the client revokes both
+// leases, best effort).
+//
+// Time: every call has one deadline: statement_grace for renew, release and
+// the token calls; wait + statement_grace for acquire, each of its requests
+// bounded by a statement_grace of its own within it.  The gateway shares a
+// request's time among the endpoints it tries (etcd/gateway.hpp), so frozen
+// members cost one deadline, not one each.
+//
 // Token: the lock key's create revision, etcd's cluster-wide revision
 // counter: strictly increasing per resource (and across the cluster), kept
 // through restarts and leader changes with the raft log.
 //
 // Renew is LeaseKeepAlive (TTL 0 or lease not found: not held) plus a read of
-// the key (deleted server-side: not held).  Release deletes the key and
-// revokes the lease; a waiter that times out revokes its lease, which deletes
-// its key.  A released grant's lease, holding no key any more, is kept in the
-// locker's pool (ClientOptions::max_idle_connections) for the next acquire with
-// the same TTL, after a keepalive: no LeaseGrant/LeaseRevoke per grant.  Keys of resource "a/b" lie under the
-// prefix of resource "a", so a queue read keeps only keys whose rest after the prefix is 16 hex digits.
+// the key (deleted server-side: not held).  Release deletes the key (a txn on
+// its create revision) and pools its lease; a waiter that times out revokes
+// its lease, which deletes its key.  A released grant's lease, holding no key
+// any more, is kept in the locker's pool (ClientOptions::max_idle_connections)
+// for the next acquire with the same TTL, after a keepalive: no
+// LeaseGrant/LeaseRevoke per grant.  Keys of resource "a/b" lie under the
+// prefix of resource "a", so a queue read keeps only keys whose rest after the
+// prefix is 16 hex digits.
+//
+// Token calls act only on the holder's key (no lock key of the resource
+// created before it): a queued waiter's token answers false and its key stays.
+// etcd cannot change a lease's TTL (a keepalive refreshes it to the TTL it was
+// granted with), so renew(resource, token, ttl) with ttl longer than that is
+// invalid_argument naming the granted TTL; a shorter ttl refreshes the lease
+// to its granted TTL (held at least as long as asked).
 #include <cinttypes>
 #include <cstdio>
 #include <thread>
@@ -47,6 +71,11 @@ using etcd::Reply;
 constexpr std::string_view key_prefix = "pglease/lock/";
 constexpr int grpc_not_found = 5;
 constexpr milliseconds watch_retry{50}; // pause before re-reading when a watch failed
+// the longest TTL a key is queued under (seconds): a lock key created after
+// its acquire gave up -- a request executed late, the revoke not reaching
+// etcd -- is gone within it.  Longer TTLs move the key to a full lease once
+// it holds the lock.
+constexpr std::int64_t queue_ttl_max = 5;
 
 std::string
 resource_prefix(std::string_view resource)
@@ -81,6 +110,18 @@ is_lock_key(std::string_view key, std::string_view prefix)
 	return true;
 }
 
+// too_large -- a reply that means the request can never succeed because of its
+// size: gRPC's own limit answers RESOURCE_EXHAUSTED ("received message larger
+// than max"), etcd's INVALID_ARGUMENT ("etcdserver: request is too large");
+// RESOURCE_EXHAUSTED also means "too many requests" (retryable), so the
+// message decides
+bool
+too_large(const Reply &reply)
+{
+	return reply.message.find("larger than max") != std::string::npos ||
+	       reply.message.find("too large") != std::string::npos;
+}
+
 // error_of -- the Error for a gRPC status the gateway answered
 Error
 error_of(const Reply &reply, std::string_view what)
@@ -88,13 +129,13 @@ error_of(const Reply &reply, std::string_view what)
 	Errc code = Errc::internal;
 	switch (reply.grpc_code) {
 	case 3:  // INVALID_ARGUMENT
-	case 11: // OUT_OF_RANGE
+	case 11: // OUT_OF_RANGE (e.g. a lease TTL above etcd's maximum)
 		code = Errc::invalid_argument;
 		break;
 	case 4:  // DEADLINE_EXCEEDED
 	case 8:  // RESOURCE_EXHAUSTED
 	case 14: // UNAVAILABLE
-		code = Errc::unavailable;
+		code = too_large(reply) ? Errc::invalid_argument : Errc::unavailable;
 		break;
 	case 7:  // PERMISSION_DENIED
 	case 16: // UNAUTHENTICATED
@@ -106,10 +147,20 @@ error_of(const Reply &reply, std::string_view what)
 	default:
 		break;
 	}
-	return Error{code, "", "etcd " + std::string(what) + ": " + reply.message};
+	return Error{code, code == Errc::invalid_argument ? "22023" : "",
+	             "etcd " + std::string(what) + ": " + reply.message};
 }
 
-// A thin layer of the calls the recipe makes, each one gateway request.
+// ttl_seconds_of -- a TTL in etcd's unit, whole seconds, rounded up: a lease
+// never ends before the TTL asked for (max_ttl() keeps it in range)
+std::int64_t
+ttl_seconds_of(milliseconds ttl) noexcept
+{
+	return ttl.count() / 1000 + (ttl.count() % 1000 != 0 ? 1 : 0);
+}
+
+// A thin layer of the calls the recipe makes, each one gateway request
+// bounded by the deadline of the call it is part of.
 class Api {
 public:
 	explicit Api(std::shared_ptr<Gateway> gateway) : gateway_(std::move(gateway)) {}
@@ -117,9 +168,9 @@ public:
 	Gateway &gateway() { return *gateway_; }
 
 	// lease_grant -- a new lease of ttl_seconds; its ID
-	Result<std::int64_t> lease_grant(std::int64_t ttl_seconds)
+	Result<std::int64_t> lease_grant(std::int64_t ttl_seconds, Clock::time_point deadline)
 	{
-		auto r = gateway_->post("/v3/lease/grant", Json{{"TTL", std::to_string(ttl_seconds)}});
+		auto r = gateway_->post("/v3/lease/grant", Json{{"TTL", std::to_string(ttl_seconds)}}, deadline);
 		if (!r)
 			return r.error();
 		if (r->grpc_code != 0)
@@ -131,9 +182,9 @@ public:
 	}
 
 	// keepalive -- the lease's TTL after the refresh; 0 when it is gone
-	Result<std::int64_t> keepalive(std::int64_t lease)
+	Result<std::int64_t> keepalive(std::int64_t lease, Clock::time_point deadline)
 	{
-		auto r = gateway_->post("/v3/lease/keepalive", Json{{"ID", std::to_string(lease)}});
+		auto r = gateway_->post("/v3/lease/keepalive", Json{{"ID", std::to_string(lease)}}, deadline);
 		if (!r)
 			return r.error();
 		if (r->grpc_code == grpc_not_found)
@@ -143,10 +194,26 @@ public:
 		return int64_of(r->body, "TTL");
 	}
 
-	// revoke -- end the lease and delete its keys; false: it was gone already
-	Result<bool> revoke(std::int64_t lease)
+	// granted_ttl -- the TTL the lease was granted with (what every keepalive
+	// refreshes it to); 0 when it is gone
+	Result<std::int64_t> granted_ttl(std::int64_t lease, Clock::time_point deadline)
 	{
-		auto r = gateway_->post("/v3/lease/revoke", Json{{"ID", std::to_string(lease)}});
+		auto r = gateway_->post("/v3/lease/timetolive", Json{{"ID", std::to_string(lease)}}, deadline);
+		if (!r)
+			return r.error();
+		if (r->grpc_code == grpc_not_found)
+			return std::int64_t{0};
+		if (r->grpc_code != 0)
+			return error_of(*r, "lease timetolive");
+		if (int64_of(r->body, "TTL") <= 0) // -1: expired or revoked
+			return std::int64_t{0};
+		return int64_of(r->body, "grantedTTL");
+	}
+
+	// revoke -- end the lease and delete its keys; false: it was gone already
+	Result<bool> revoke(std::int64_t lease, Clock::time_point deadline)
+	{
+		auto r = gateway_->post("/v3/lease/revoke", Json{{"ID", std::to_string(lease)}}, deadline);
 		if (!r)
 			return r.error();
 		if (r->grpc_code == grpc_not_found)
@@ -157,7 +224,8 @@ public:
 	}
 
 	// create_key -- put key with lease unless it exists; the key's create revision
-	Result<std::int64_t> create_key(const std::string &key, const std::string &value, std::int64_t lease)
+	Result<std::int64_t> create_key(const std::string &key, const std::string &value, std::int64_t lease,
+	                                Clock::time_point deadline)
 	{
 		const std::string k = base64_encode(key);
 		Json read = {{"request_range", {{"key", k}}}};
@@ -170,7 +238,7 @@ public:
 		                    {{"key", k}, {"value", base64_encode(value)}, {"lease", std::to_string(lease)}}}},
 		                  read})},
 		    {"failure", Json::array({read})}};
-		auto r = gateway_->post("/v3/kv/txn", txn);
+		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
 		if (!r)
 			return r.error();
 		if (r->grpc_code != 0)
@@ -183,7 +251,35 @@ public:
 		std::int64_t revision = kvs.empty() ? 0 : int64_of(kvs[0], "create_revision");
 		if (revision <= 0)
 			return Error{Errc::internal, "", "etcd txn: the lock key is missing right after its put"};
+		if (int64_of(kvs[0], "lease") != lease) // never ours: a key named by this lease is another's
+			return Error{Errc::internal, "", "etcd txn: the lock key " + key + " exists under another lease"};
 		return revision;
+	}
+
+	// move_key -- attach key (still of create revision `revision` and lease
+	// `from`) to lease `to`, its value and create revision kept; false: the key
+	// is not there any more (one txn)
+	Result<bool> move_key(const std::string &key, std::int64_t revision, std::int64_t from, std::int64_t to,
+	                      Clock::time_point deadline)
+	{
+		const std::string k = base64_encode(key);
+		Json txn = {
+		    {"compare",
+		     Json::array(
+		         {{{"key", k},
+		           {"target", "CREATE"},
+		           {"result", "EQUAL"},
+		           {"create_revision", std::to_string(revision)}},
+		          {{"key", k}, {"target", "LEASE"}, {"result", "EQUAL"}, {"lease", std::to_string(from)}}})},
+		    {"success",
+		     Json::array(
+		         {{{"request_put", {{"key", k}, {"ignore_value", true}, {"lease", std::to_string(to)}}}}})}};
+		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "txn (move lock key to its lease)");
+		return r->body.value("succeeded", false);
 	}
 
 	struct Kv {
@@ -197,7 +293,8 @@ public:
 	};
 
 	// lock_keys -- the resource's lock keys created in [min_rev, max_rev] (0: open)
-	Result<Range> lock_keys(std::string_view resource, std::int64_t min_rev, std::int64_t max_rev)
+	Result<Range> lock_keys(std::string_view resource, std::int64_t min_rev, std::int64_t max_rev,
+	                        Clock::time_point deadline)
 	{
 		const std::string prefix = resource_prefix(resource);
 		Json request = {{"key", base64_encode(prefix)},
@@ -207,7 +304,7 @@ public:
 			request["min_create_revision"] = std::to_string(min_rev);
 		if (max_rev > 0)
 			request["max_create_revision"] = std::to_string(max_rev);
-		auto r = gateway_->post("/v3/kv/range", request);
+		auto r = gateway_->post("/v3/kv/range", request, deadline);
 		if (!r)
 			return r.error();
 		if (r->grpc_code != 0)
@@ -222,27 +319,22 @@ public:
 		return out;
 	}
 
-	// delete_key -- true: it was there
-	Result<bool> delete_key(const std::string &key)
+	// delete_key -- delete key if it still has create revision `revision`
+	// (one txn); true: it was there
+	Result<bool> delete_key(const std::string &key, std::int64_t revision, Clock::time_point deadline)
 	{
-		auto r = gateway_->post("/v3/kv/deleterange", Json{{"key", base64_encode(key)}});
+		const std::string k = base64_encode(key);
+		Json txn = {{"compare", Json::array({{{"key", k},
+		                                      {"target", "CREATE"},
+		                                      {"result", "EQUAL"},
+		                                      {"create_revision", std::to_string(revision)}}})},
+		            {"success", Json::array({{{"request_delete_range", {{"key", k}}}}})}};
+		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
 		if (!r)
 			return r.error();
 		if (r->grpc_code != 0)
-			return error_of(*r, "deleterange");
-		return int64_of(r->body, "deleted") > 0;
-	}
-
-	// end -- delete key and revoke lease; true: the key was there
-	Result<bool> end(const std::string &key, std::int64_t lease)
-	{
-		auto deleted = delete_key(key);
-		auto revoked = revoke(lease);
-		if (!deleted)
-			return deleted.error();
-		if (!revoked)
-			return revoked.error();
-		return *deleted;
+			return error_of(*r, "txn (delete lock key)");
+		return r->body.value("succeeded", false);
 	}
 
 private:
@@ -259,9 +351,9 @@ struct LockKey {
 
 // still_there -- the lock key exists with its create revision
 Result<bool>
-still_there(Api &api, const LockKey &lock)
+still_there(Api &api, const LockKey &lock, Clock::time_point deadline)
 {
-	auto range = api.lock_keys(lock.resource, lock.revision, lock.revision);
+	auto range = api.lock_keys(lock.resource, lock.revision, lock.revision, deadline);
 	if (!range)
 		return range.error();
 	for (const auto &kv : range->kvs)
@@ -281,14 +373,16 @@ public:
 	LeasePool(std::shared_ptr<Api> api, std::size_t max_idle) : api_(std::move(api)), max_idle_(max_idle) {}
 	~LeasePool()
 	{
+		// one deadline for them all: a frozen server costs one statement_grace
+		const auto deadline = api_->gateway().call_deadline();
 		for (auto &[ttl, lease] : idle_)
-			(void)api_->revoke(lease);
+			(void)api_->revoke(lease, deadline);
 	}
 	LeasePool(const LeasePool &) = delete;
 	LeasePool &operator=(const LeasePool &) = delete;
 
 	/// A pooled lease of ttl_seconds, alive and refreshed; 0 when none.
-	std::int64_t take(std::int64_t ttl_seconds)
+	std::int64_t take(std::int64_t ttl_seconds, Clock::time_point deadline)
 	{
 		for (;;) {
 			std::int64_t lease = 0;
@@ -301,14 +395,16 @@ public:
 				lease = it->second;
 				idle_.erase(it);
 			}
-			auto left = api_->keepalive(lease);
+			auto left = api_->keepalive(lease, deadline);
 			if (left && *left > 0)
 				return lease;
-			(void)api_->revoke(lease); // gone or unknown: not worth keeping
+			(void)api_->revoke(lease, deadline); // gone or unknown: not worth keeping
+			if (Clock::now() >= deadline)
+				return 0;
 		}
 	}
 
-	void give(std::int64_t lease, std::int64_t ttl_seconds)
+	void give(std::int64_t lease, std::int64_t ttl_seconds, Clock::time_point deadline)
 	{
 		{
 			std::lock_guard<std::mutex> lk(mu_);
@@ -317,7 +413,7 @@ public:
 				return;
 			}
 		}
-		(void)api_->revoke(lease);
+		(void)api_->revoke(lease, deadline);
 	}
 
 private:
@@ -327,6 +423,18 @@ private:
 	std::vector<std::pair<std::int64_t, std::int64_t>> idle_; // (TTL in seconds, lease ID)
 };
 
+// refused_ttl -- etcd cannot change a lease's TTL: a keepalive refreshes it to
+// the TTL it was granted with, so a renewal asking for longer would be a lie
+Error
+refused_ttl(std::int64_t token, std::int64_t granted, milliseconds ttl)
+{
+	return Error{Errc::invalid_argument, "22023",
+	             "etcd cannot change a lease's TTL: the lease of token " + std::to_string(token) +
+	                 " was granted for " + std::to_string(granted) + "s, so it cannot be renewed for " +
+	                 format_duration(ttl) + " (renew with a ttl of at most " + std::to_string(granted) +
+	                 "s, or acquire with the longer ttl)"};
+}
+
 class EtcdGrant final : public Grant {
 public:
 	EtcdGrant(std::shared_ptr<Api> api, LockKey lock, std::shared_ptr<LeasePool> pool,
@@ -335,20 +443,24 @@ public:
 	{
 	}
 
-	// etcd keeps the TTL the lease was granted with; ttl is that TTL already
-	Result<bool> renew(milliseconds) noexcept override
+	// a keepalive refreshes the lease to the TTL it was granted with: ttl is
+	// the grant's own (Lease::renew), anything longer is refused
+	Result<bool> renew(milliseconds ttl) noexcept override
 	{
 		try {
-			auto ttl = api_->keepalive(lock_.lease);
-			if (!ttl)
-				return ttl.error();
-			if (*ttl <= 0)
+			if (ttl_seconds_of(ttl) > ttl_seconds_)
+				return refused_ttl(lock_.revision, ttl_seconds_, ttl);
+			const auto deadline = api_->gateway().call_deadline();
+			auto left = api_->keepalive(lock_.lease, deadline);
+			if (!left)
+				return left.error();
+			if (*left <= 0)
 				return false;
-			auto there = still_there(*api_, lock_);
+			auto there = still_there(*api_, lock_, deadline);
 			if (!there)
 				return there.error();
-			if (!*there)
-				(void)api_->revoke(lock_.lease); // the key was deleted server-side: end the lease too
+			if (!*there) // the key was deleted server-side: end the lease too
+				(void)api_->revoke(lock_.lease, deadline);
 			return *there;
 		} catch (...) {
 			return Error{Errc::internal, "", "out of memory"};
@@ -358,12 +470,13 @@ public:
 	Result<bool> release() noexcept override
 	{
 		try {
-			auto deleted = api_->delete_key(lock_.key);
+			const auto deadline = api_->gateway().call_deadline();
+			auto deleted = api_->delete_key(lock_.key, lock_.revision, deadline);
 			if (deleted && *deleted && pool_) {
-				pool_->give(lock_.lease, ttl_seconds_);
+				pool_->give(lock_.lease, ttl_seconds_, deadline);
 				return true;
 			}
-			auto revoked = api_->revoke(lock_.lease);
+			auto revoked = api_->revoke(lock_.lease, deadline);
 			if (!deleted)
 				return deleted.error();
 			if (!revoked)
@@ -396,27 +509,59 @@ public:
 	}
 	std::string_view provider() const noexcept override { return "etcd"; }
 
-	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, milliseconds) override
+	// etcd's MaxLeaseTTL (lease.MaxLeaseTTL, 9,000,000,000 s): a longer
+	// LeaseGrant is refused with OUT_OF_RANGE
+	milliseconds max_ttl() const noexcept override { return std::chrono::seconds{9'000'000'000LL}; }
+
+	// Only the holder's grant (the resource's lock key with the lowest create
+	// revision) is renewed: a queued waiter's token answers false, its lease
+	// untouched.  etcd cannot change a lease's TTL, so a ttl longer than the
+	// one the lease was granted with is refused; a shorter one refreshes it to
+	// its granted TTL (held at least as long as asked, as etcd itself raises a
+	// TTL below its minimum).
+	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, milliseconds ttl) override
 	{
-		auto lock = find(resource, token);
+		const auto deadline = api_->gateway().call_deadline();
+		auto lock = holder_of(resource, token, deadline);
 		if (!lock)
 			return lock.error();
 		if (lock->lease == 0)
 			return false;
-		auto left = api_->keepalive(lock->lease);
+		auto granted = api_->granted_ttl(lock->lease, deadline);
+		if (!granted)
+			return granted.error();
+		if (*granted <= 0)
+			return false;
+		if (ttl_seconds_of(ttl) > *granted)
+			return refused_ttl(token, *granted, ttl);
+		auto left = api_->keepalive(lock->lease, deadline);
 		if (!left)
 			return left.error();
-		return *left > 0;
+		if (*left <= 0)
+			return false;
+		// the key may have been deleted since it was read (its lease then
+		// kept alive for nothing): held only if it is still there; a key of
+		// that create revision that exists is still the first of the queue
+		return still_there(*api_, *lock, deadline);
 	}
 
+	// Only the holder's grant is released: a txn deletes the key only if it
+	// still has that create revision (then it is still the first: no key can
+	// be created before it later), then its lease is revoked.
 	Result<bool> release_by_token(std::string_view resource, std::int64_t token) override
 	{
-		auto lock = find(resource, token);
+		const auto deadline = api_->gateway().call_deadline();
+		auto lock = holder_of(resource, token, deadline);
 		if (!lock)
 			return lock.error();
 		if (lock->lease == 0)
 			return false;
-		return api_->end(lock->key, lock->lease);
+		auto deleted = api_->delete_key(lock->key, token, deadline);
+		if (!deleted)
+			return deleted.error();
+		if (*deleted)
+			(void)api_->revoke(lock->lease, deadline); // best effort: it holds no key now
+		return *deleted;
 	}
 
 	using LockerBase::constructed;
@@ -433,58 +578,122 @@ protected:
 	}
 
 private:
-	// find -- the lock key of (resource, token); lease 0 when there is none
-	Result<LockKey> find(std::string_view resource, std::int64_t token)
+	// holder_of -- the lock key of (resource, token) if it is the holder's
+	// (no lock key of the resource was created before it); lease 0 otherwise
+	Result<LockKey> holder_of(std::string_view resource, std::int64_t token, Clock::time_point deadline)
 	{
-		auto range = api_->lock_keys(resource, token, token);
+		auto range = api_->lock_keys(resource, 0, token, deadline);
 		if (!range)
 			return range.error();
 		LockKey lock{std::string(resource), "", 0, token};
-		for (const auto &kv : range->kvs)
+		for (const auto &kv : range->kvs) {
+			if (kv.create_revision < token)
+				return LockKey{std::string(resource), "", 0, token}; // a waiter's token
 			if (kv.create_revision == token) {
 				lock.key = kv.key;
 				lock.lease = kv.lease;
 			}
+		}
 		return lock;
 	}
 
-	Result<Granted> timed_out(std::string_view resource, const LeaseOptions &options, std::int64_t lease)
+	// One acquire's time: `give_up` ends the wait, `end` (give_up plus
+	// statement_grace) the whole call; each request gets what is left of a
+	// statement_grace, at most until `end`.
+	struct Budget {
+		Clock::time_point give_up;
+		Clock::time_point end;
+		Gateway *gateway;
+		Clock::time_point step() const { return std::min(end, gateway->call_deadline()); }
+	};
+
+	Result<Granted> timed_out(std::string_view resource, const LeaseOptions &options, std::int64_t lease,
+	                          const Budget &budget)
 	{
-		(void)api_->revoke(lease); // best effort: otherwise the key goes with the lease's TTL
+		// best effort: otherwise the key goes with its (queue) lease's TTL
+		(void)api_->revoke(lease, budget.step());
 		return Error{Errc::timeout, "",
 		             "lease \"" + std::string(resource) + "\" not granted within " +
 		                 format_duration(options.wait)};
 	}
 
+	// hold -- the queued key is first: move it from its queue lease (at most
+	// queue_ttl_max) to a lease of the full TTL, unless they are one.  nullptr
+	// grant: the key is gone (the queue lease expired), queue again.
+	Result<Granted> hold(LockKey lock, const LeaseOptions &options, Clock::time_point alive_since,
+	                     std::int64_t queue_seconds, const Budget &budget)
+	{
+		const std::int64_t ttl_seconds = ttl_seconds_of(options.ttl);
+		Granted g;
+		g.token = lock.revision;
+		if (queue_seconds < ttl_seconds) {
+			alive_since = Clock::now();
+			std::int64_t full = pool_->take(ttl_seconds, budget.step());
+			if (full == 0) {
+				auto granted = api_->lease_grant(ttl_seconds, budget.step());
+				if (!granted) {
+					(void)api_->revoke(lock.lease, budget.step());
+					return granted.error();
+				}
+				full = *granted;
+			}
+			auto moved = api_->move_key(lock.key, lock.revision, lock.lease, full, budget.step());
+			if (!moved || !*moved) {
+				// unknown or gone: end both leases (if the move happened
+				// after all, the key goes with the full lease)
+				(void)api_->revoke(full, budget.step());
+				(void)api_->revoke(lock.lease, budget.step());
+				if (!moved)
+					return moved.error();
+				return g; // no grant: queue again
+			}
+			// the queue lease holds no key now; its ID names the key, so it
+			// is never pooled (a pooled lease would name a second key alike)
+			(void)api_->revoke(lock.lease, budget.step());
+			lock.lease = full;
+		}
+		g.deadline = deadline_after(alive_since, options.ttl);
+		g.grant = std::make_unique<EtcdGrant>(api_, std::move(lock), pool_, ttl_seconds);
+		return g;
+	}
+
 	// take -- queue a lock key, then wait for every key ahead of it to go
 	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
 	{
-		const auto give_up = Clock::now() + options.wait;
-		const std::int64_t ttl_seconds = (options.ttl.count() + 999) / 1000;
+		Budget budget;
+		budget.gateway = &api_->gateway();
+		budget.give_up = deadline_after(Clock::now(), options.wait);
+		budget.end = deadline_after(budget.give_up, budget.gateway->options().statement_grace);
+		// queued under a short lease: a key created after this call gave up
+		// (its request executed late) is gone within queue_seconds
+		const std::int64_t queue_seconds = std::min(ttl_seconds_of(options.ttl), queue_ttl_max);
 		const milliseconds heartbeat =
-		    options.heartbeat > milliseconds{0} ? options.heartbeat : options.ttl / 3;
+		    std::min(options.heartbeat > milliseconds{0} ? options.heartbeat : options.ttl / 3,
+		             std::chrono::duration_cast<milliseconds>(std::chrono::seconds{queue_seconds}) / 3);
 		for (;;) { // once per place in the queue
 			auto alive_since = Clock::now();
-			Result<std::int64_t> lease = pool_->take(ttl_seconds);
+			Result<std::int64_t> lease = pool_->take(queue_seconds, budget.step());
 			if (*lease == 0)
-				lease = api_->lease_grant(ttl_seconds);
+				lease = api_->lease_grant(queue_seconds, budget.step());
 			if (!lease)
 				return lease.error();
 			LockKey lock{std::string(resource), resource_prefix(resource) + lease_hex(*lease), *lease, 0};
-			auto revision = api_->create_key(lock.key, holder, lock.lease);
+			auto revision = api_->create_key(lock.key, holder, lock.lease, budget.step());
 			if (!revision) {
-				(void)api_->revoke(lock.lease);
+				(void)api_->revoke(lock.lease, budget.step());
 				return revision.error();
 			}
 			lock.revision = *revision;
+			const std::int64_t queue_lease = lock.lease;
 			for (;;) { // once per wake-up
-				auto queue = api_->lock_keys(resource, 0, lock.revision);
+				auto queue = api_->lock_keys(resource, 0, lock.revision, budget.step());
 				if (!queue) {
-					if (queue.error().code == Errc::unavailable && Clock::now() + watch_retry < give_up) {
+					if (queue.error().code == Errc::unavailable &&
+					    Clock::now() + watch_retry < budget.give_up) {
 						std::this_thread::sleep_for(watch_retry); // failing over, maybe
 						continue;
 					}
-					(void)api_->revoke(lock.lease);
+					(void)api_->revoke(lock.lease, budget.step());
 					return queue.error();
 				}
 				const Api::Kv *mine = nullptr;
@@ -499,28 +708,27 @@ private:
 				if (!mine)
 					break; // our lease expired while queued: the key is gone, queue again
 				if (!predecessor) {
-					Granted g;
-					g.token = lock.revision;
-					g.deadline = alive_since + options.ttl;
-					g.grant = std::make_unique<EtcdGrant>(api_, std::move(lock), pool_, ttl_seconds);
-					return g;
+					auto held = hold(std::move(lock), options, alive_since, queue_seconds, budget);
+					if (!held || held->grant)
+						return held;
+					break; // the key went before it was moved: queue again
 				}
 				auto now = Clock::now();
-				if (now >= give_up)
-					return timed_out(resource, options, lock.lease);
-				auto slice = std::min(std::chrono::ceil<milliseconds>(give_up - now), heartbeat);
+				if (now >= budget.give_up)
+					return timed_out(resource, options, lock.lease, budget);
+				auto slice = std::min(std::chrono::ceil<milliseconds>(budget.give_up - now), heartbeat);
 				auto woken = api_->gateway().wait_deleted(predecessor->key, queue->revision + 1, slice);
 				if (!woken) // the watch failed: poll instead
 					std::this_thread::sleep_for(std::min(watch_retry, slice));
 				if (Clock::now() - alive_since >= heartbeat) {
 					auto sent = Clock::now();
-					auto left = api_->keepalive(lock.lease);
+					auto left = api_->keepalive(lock.lease, budget.step());
 					if (left && *left > 0)
 						alive_since = sent;
 				}
 			}
-			if (Clock::now() >= give_up)
-				return timed_out(resource, options, lock.lease);
+			if (Clock::now() >= budget.give_up)
+				return timed_out(resource, options, queue_lease, budget);
 		}
 	}
 
