@@ -4,7 +4,10 @@
 // scripts/zookeeper.sh: one standalone server on 57000 for the whole suite,
 // a three-server ensemble on 57001-57003 for the failover test.  57010 is
 // never listened on (a dead host in a URL).  Server-side deletions use
-// zookeeper.sh break (the package's zkCli.sh).  Never mocked, never skipped.
+// zookeeper.sh break (the package's zkCli.sh); a frozen server is the
+// standalone one stopped with SIGSTOP (Frozen: SIGCONT however the test
+// ends); node counts come from the four-letter word srvr.  Never mocked,
+// never skipped.
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>

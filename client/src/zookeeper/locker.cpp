@@ -26,9 +26,11 @@
 // so the TTL is exact.  The server clamps a session timeout into
 // [minSessionTimeout, maxSessionTimeout], by default [2, 20] x tickTime;
 // zoo_recv_timeout says what it granted.  A TTL above the maximum is refused
-// (Errc::invalid_argument: the session could expire before the lease's local
-// deadline); one below the minimum is accepted, the session then outlives a
-// crashed holder by the difference.  The C client's own heartbeat keeps the
+// (Errc::invalid_argument naming the servers' maximum, as soon as the session
+// is negotiated: it could expire before the lease's local deadline); one
+// below the minimum is accepted, the session then outlives a crashed holder
+// by the difference.  Above 288h (max_ttl) a TTL is refused before any I/O:
+// the C client's timers overflow.  The C client's own heartbeat keeps the
 // session; Grant::renew checks it: expired -> false (lost at once),
 // disconnected (Curator's SUSPENDED) -> Errc::unavailable, so the lease is
 // lost when its local deadline passes without a reconnect; else the node must
@@ -39,6 +41,21 @@
 // sessions (at most ClientOptions::max_idle_connections), reused by the next
 // acquire with the same TTL while connected: no createSession/closeSession
 // per grant.  Any other end of a grant closes its session.
+//
+// Time bounds: every request is asynchronous and waited for until one
+// deadline per call (session.hpp): acquire within wait + statement_grace
+// (the session setup also within connect_timeout), renew and release within
+// statement_grace, whatever the server does (frozen, partitioned, slow).
+// A request abandoned at its deadline may still run later: the call then
+// closes its session, without waiting (Session::dispose).  So a lock node
+// created after its acquire gave up is deleted when the server reads the
+// session's close, queued behind the create on the same connection (at once
+// when a frozen server resumes); if the client had already lost that
+// connection (after 2/3 of the TTL without an answer), when the session
+// expires: at most one TTL after the server resumes (a reconnect the client
+// left in the frozen server's socket may touch the session once more; seen:
+// a 3 s session's node gone 3.1 s after SIGCONT).  Until then
+// the node only delays other acquirers, it is nobody's grant.
 #include <algorithm>
 #include <optional>
 #include <condition_variable>
