@@ -151,7 +151,7 @@ Session::open(const std::string &hosts, milliseconds ttl, Clock::time_point unti
 	try {
 		silence_client_log();
 		std::unique_ptr<Session> s{new Session(hosts)};
-		auto bound = std::chrono::duration_cast<milliseconds>(until - Clock::now());
+		auto bound = std::chrono::ceil<milliseconds>(until - Clock::now()); // for the message
 		{
 			// hold mu_ so an early event waits until zh_ is set
 			std::lock_guard<std::mutex> lk(s->mu_);
