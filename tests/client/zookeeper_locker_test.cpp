@@ -4,7 +4,10 @@
 // scripts/zookeeper.sh: one standalone server on 57000 for the whole suite,
 // a three-server ensemble on 57001-57003 for the failover test.  57010 is
 // never listened on (a dead host in a URL).  Server-side deletions use
-// zookeeper.sh break (the package's zkCli.sh).  Never mocked, never skipped.
+// zookeeper.sh break (the package's zkCli.sh); a frozen server is the
+// standalone one stopped with SIGSTOP (Frozen: SIGCONT however the test
+// ends); node counts come from the four-letter word srvr.  Never mocked,
+// never skipped.
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -22,6 +25,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include <iostream>
+#include <climits>
 
 #include <gtest/gtest.h>
 
@@ -64,6 +69,56 @@ resource()
 {
 	return test_resource("zk-test/");
 }
+
+// server_pid -- the pid of the server started in DIR (its pidfile), or 0
+pid_t
+server_pid(const std::string &dir)
+{
+	long long pid = 0;
+	std::ifstream(dir + "/zookeeper.pid") >> pid;
+	return static_cast<pid_t>(pid);
+}
+
+// Frozen -- the server stopped with SIGSTOP for a scope: it keeps its
+// sockets open and answers nothing.  SIGCONT however the scope ends, so a
+// failed assertion never leaves a frozen server behind.
+class Frozen {
+public:
+	explicit Frozen(pid_t pid) : pid_(pid)
+	{
+		if (pid_ > 0)
+			::kill(pid_, SIGSTOP);
+	}
+	~Frozen() { thaw(); }
+	Frozen(const Frozen &) = delete;
+	Frozen &operator=(const Frozen &) = delete;
+	void thaw()
+	{
+		if (pid_ > 0)
+			::kill(pid_, SIGCONT);
+		pid_ = 0;
+	}
+
+private:
+	pid_t pid_;
+};
+
+// node_count -- the server's "Node count" (four-letter word srvr), or -1
+long long
+node_count(int port)
+{
+	auto out = capture("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) +
+	                   " && printf srvr >&3 && timeout 2 cat <&3' | sed -n 's/^Node count: //p'");
+	try {
+		return std::stoll(out);
+	} catch (...) {
+		return -1;
+	}
+}
+
+// grace -- what statement_grace is by default: every call's bound beyond its wait
+constexpr milliseconds grace = 2s;
+constexpr milliseconds slack = 1500ms;
 
 class ZookeeperLocker : public ::testing::Test {
 protected:
@@ -383,6 +438,287 @@ TEST_F(ZookeeperLocker, LeaderStoppedWhileHeldNeverGrantsTwice)
 	std::cout << "leader on port " << ensemble_ports[leader] << " stopped; holder "
 	          << (kept ? "kept its lease" : "was told it lost it")
 	          << "; waiter granted with a higher token\n";
+}
+
+// issue 19 defect 5: with the server frozen (SIGSTOP: it keeps its sockets
+// and answers nothing), an acquire ends within wait + statement_grace,
+// whether it reuses a pooled session (its create is sent, and runs when the
+// server resumes) or has to open one (ClientOptions' default connect_timeout
+// of 5 s is longer than the call's bound).  The node of the abandoned create
+// goes when the server resumes (its session was closed), at most one TTL later.
+TEST_F(ZookeeperLocker, AcquireOnAFrozenServerEndsWithinGraceAndLeavesNoLockBehind)
+{
+	auto r = resource();
+	{ // a released grant leaves its session in the pool: the next acquire reuses it
+		auto warm = locker->acquire(r, opts(8s));
+		ASSERT_TRUE(warm) << warm.error();
+	}
+	auto fresh = pglease::connect(url(standalone_port)); // default options: connect_timeout 5 s
+	ASSERT_TRUE(fresh) << fresh.error();
+	long long pooled_ms = 0, fresh_ms = 0;
+	{
+		Frozen frozen{server_pid(standalone)};
+		auto start = Clock::now();
+		auto pooled = in_other_thread([&] { return locker->acquire(r, opts(8s)); });
+		pooled_ms = ms_since(start);
+		ASSERT_FALSE(pooled) << "granted by a frozen server";
+		EXPECT_TRUE(pglease::is_retryable(pooled.error())) << pooled.error();
+		EXPECT_LE(pooled_ms, (grace + slack).count()) << pooled.error();
+		start = Clock::now();
+		auto opened = in_other_thread([&] { return (*fresh)->acquire(r + "/fresh", opts(8s)); });
+		fresh_ms = ms_since(start);
+		ASSERT_FALSE(opened) << "granted by a frozen server";
+		EXPECT_EQ(opened.error().code, Errc::unavailable) << opened.error();
+		EXPECT_LE(fresh_ms, (grace + slack).count()) << opened.error();
+	}
+	auto thawed = Clock::now();
+	auto other = pglease::connect(url(standalone_port), quick());
+	ASSERT_TRUE(other) << other.error();
+	auto next = in_other_thread([&] { return (*other)->acquire(r, opts(8s, 8s + slack)); });
+	auto next_ms = ms_since(thawed);
+	ASSERT_TRUE(next) << "the abandoned acquire's node still holds the resource: " << next.error();
+	EXPECT_LE(next_ms, (8s + slack).count()) << "its node outlived the documented bound (one TTL)";
+	std::cout << "frozen server: acquire with a pooled session gave up after " << pooled_ms
+	          << " ms, with a new session after " << fresh_ms << " ms (bound " << grace.count()
+	          << " ms); after SIGCONT the resource was granted again after " << next_ms << " ms\n";
+}
+
+// issue 19 defect 5: acquire(wait = 3 s) on a held resource with the server
+// frozen 0.5 s into the wait took 9 s; its bound is wait + statement_grace.
+// The waiter's node goes once the server resumes (its delete and its
+// session's close were sent), the holder's lease is lost by its deadline.
+TEST_F(ZookeeperLocker, FrozenHalfASecondIntoAWaitEndsWithinWaitPlusGrace)
+{
+	auto r = resource();
+	auto holder = locker->acquire(r, opts(3s));
+	ASSERT_TRUE(holder) << holder.error();
+	long long waited_ms = 0;
+	{
+		auto start = Clock::now();
+		auto waiter = std::async(std::launch::async, [&] { return locker->acquire(r, opts(10s, 3s)); });
+		std::this_thread::sleep_for(500ms);
+		Frozen now_frozen{server_pid(standalone)};
+		auto got = waiter.get();
+		waited_ms = ms_since(start);
+		ASSERT_FALSE(got) << "granted while held and frozen";
+		EXPECT_TRUE(pglease::is_retryable(got.error())) << got.error();
+		EXPECT_GE(waited_ms, 3000) << got.error();
+		EXPECT_LE(waited_ms, (3s + grace + slack).count()) << got.error();
+	}
+	EXPECT_FALSE(holder->valid()) << "a 3 s lease kept through a 5 s freeze";
+	auto thawed = Clock::now();
+	auto other = pglease::connect(url(standalone_port), quick());
+	ASSERT_TRUE(other) << other.error();
+	auto next = in_other_thread([&] { return (*other)->acquire(r, opts(3s, 10s + slack)); });
+	auto next_ms = ms_since(thawed);
+	ASSERT_TRUE(next) << next.error();
+	EXPECT_LE(next_ms, (10s + slack).count()) << "the waiter's node outlived its TTL";
+	EXPECT_GT(next->token(), holder->token());
+	std::cout << "server frozen 0.5 s into a 3 s wait: acquire returned after " << waited_ms << " ms (bound "
+	          << (3s + grace).count() << " ms); after SIGCONT granted again after " << next_ms << " ms\n";
+}
+
+// issue 19 defect 5: Lease::renew and Lease::release on a frozen server end
+// within statement_grace (the synchronous C calls waited for the client to
+// declare the connection lost, two thirds of the session timeout).  The
+// released lease's node goes when the server resumes.
+TEST_F(ZookeeperLocker, RenewAndReleaseOnAFrozenServerEndWithinGrace)
+{
+	auto r = resource();
+	auto o = opts(10s);
+	o.auto_renew = false;
+	auto renewed = locker->acquire(r + "/renewed", o);
+	ASSERT_TRUE(renewed) << renewed.error();
+	auto released = in_other_thread([&] { return locker->acquire(r + "/released", o); });
+	ASSERT_TRUE(released) << released.error();
+	long long renew_ms = 0, release_ms = 0;
+	{
+		Frozen frozen{server_pid(standalone)};
+		auto start = Clock::now();
+		auto renew = renewed->renew();
+		renew_ms = ms_since(start);
+		ASSERT_FALSE(renew) << "renewed by a frozen server";
+		EXPECT_TRUE(pglease::is_retryable(renew.error())) << renew.error();
+		EXPECT_LE(renew_ms, (grace + slack).count()) << renew.error();
+		start = Clock::now();
+		auto release = released->release();
+		release_ms = ms_since(start);
+		ASSERT_FALSE(release) << "released on a frozen server";
+		EXPECT_TRUE(pglease::is_retryable(release.error())) << release.error();
+		EXPECT_LE(release_ms, (grace + slack).count()) << release.error();
+	}
+	auto thawed = Clock::now();
+	auto again = in_other_thread([&] { return locker->acquire(r + "/released", opts(3s, 10s + slack)); });
+	auto again_ms = ms_since(thawed);
+	ASSERT_TRUE(again) << again.error();
+	EXPECT_LE(again_ms, (10s + slack).count());
+	std::cout << "frozen server: Lease::renew returned after " << renew_ms << " ms, Lease::release after "
+	          << release_ms << " ms (bound " << grace.count() << " ms); the released resource was granted "
+	          << again_ms << " ms after SIGCONT\n";
+}
+
+// issue 19 defect 6: a wait of milliseconds::max() waits (Clock::now() +
+// wait overflowed into the past: timeout at once).
+TEST_F(ZookeeperLocker, WaitOfMillisecondsMaxOnAHeldResourceWaitsForTheRelease)
+{
+	auto r = resource();
+	auto holder = locker->acquire(r, opts(5s));
+	ASSERT_TRUE(holder) << holder.error();
+	auto start = Clock::now();
+	auto waiter =
+	    std::async(std::launch::async, [&] { return locker->acquire(r, opts(5s, milliseconds::max())); });
+	std::this_thread::sleep_for(1s);
+	ASSERT_TRUE(holder->release());
+	auto got = waiter.get();
+	auto took = ms_since(start);
+	ASSERT_TRUE(got) << got.error();
+	EXPECT_GE(took, 900) << "returned before the holder released";
+	EXPECT_GT(got->token(), holder->token());
+}
+
+// issue 19 defect 6: a TTL above what the C client can carry is refused
+// before any I/O, naming the provider's maximum (288h); one the servers do
+// not grant is refused at once naming their maximum (the test servers'
+// maxSessionTimeout is 60 s).  24 days stalled for connect_timeout, then
+// unavailable; 25 days (above INT_MAX ms) claimed a maximum of 400ms.
+TEST_F(ZookeeperLocker, TtlsAboveTheClientsOrTheServersMaximumAreRefusedNamingIt)
+{
+	for (milliseconds ttl :
+	     {milliseconds::max(), milliseconds{std::chrono::hours{24 * 25}},
+	      milliseconds{std::chrono::hours{24 * 24}}, milliseconds{std::chrono::hours{24 * 13}}}) {
+		auto start = Clock::now();
+		auto r = locker->try_acquire(resource(), opts(ttl));
+		auto took = ms_since(start);
+		ASSERT_FALSE(r) << ttl.count();
+		EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error();
+		EXPECT_NE(r.error().message.find("its maximum is 288h"), std::string::npos) << r.error();
+		EXPECT_LT(took, 100) << r.error();
+	}
+	for (milliseconds ttl : {milliseconds{std::chrono::hours{24 * 10}}, milliseconds{61s}}) {
+		auto start = Clock::now();
+		auto r = locker->try_acquire(resource(), opts(ttl));
+		auto took = ms_since(start);
+		ASSERT_FALSE(r) << ttl.count();
+		EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error();
+		EXPECT_NE(r.error().message.find("at most 1m"), std::string::npos) << r.error();
+		EXPECT_EQ(r.error().message.find("400ms"), std::string::npos) << r.error();
+		EXPECT_LT(took, 1500) << r.error();
+	}
+	auto longest = locker->try_acquire(resource(), opts(60s));
+	EXPECT_TRUE(longest) << "the servers' maximum itself is granted: " << longest.error();
+}
+
+// issue 19 defects 2 and 7: over-long, NUL-carrying and invalid UTF-8
+// resources and holders are invalid_argument before any I/O: refused the
+// same on a dead host, and nothing is created on a live one (a 1 MB name was
+// a ZooKeeper connection loss: unavailable, retryable).
+TEST_F(ZookeeperLocker, OverlongNulAndInvalidUtf8NamesAreRefusedBeforeAnyIo)
+{
+	auto dead = pglease::connect(url(dead_port), quick());
+	ASSERT_TRUE(dead) << dead.error();
+	const std::string megabyte(1 << 20, 'x');
+	const std::string with_nul{"orders\0-eu", 10};
+	struct Case {
+		std::string resource, holder;
+	};
+	const std::vector<Case> cases = {{megabyte, ""},
+	                                 {resource(), megabyte},
+	                                 {std::string(257, 'r'), ""},
+	                                 {resource(), std::string(257, 'h')},
+	                                 {with_nul, ""},
+	                                 {resource(), std::string{"job\0A", 5}},
+	                                 {"bad\xff", ""},
+	                                 {resource(), "bad\xc3"},
+	                                 {"", ""}};
+	auto nodes_before = node_count(standalone_port);
+	ASSERT_GT(nodes_before, 0);
+	for (const auto &c : cases) {
+		for (auto *l : {locker.get(), dead->get()}) {
+			auto o = opts(5s);
+			o.holder = c.holder;
+			auto start = Clock::now();
+			auto r = l->try_acquire(c.resource, o);
+			ASSERT_FALSE(r) << c.resource.size() << "-byte resource, " << c.holder.size() << "-byte holder";
+			EXPECT_EQ(r.error().code, Errc::invalid_argument)
+			    << c.resource.size() << "-byte resource, " << c.holder.size()
+			    << "-byte holder: " << r.error();
+			EXPECT_FALSE(pglease::is_retryable(r.error()));
+			EXPECT_LT(ms_since(start), 100) << "not refused before any I/O: " << r.error();
+		}
+	}
+	EXPECT_LE(node_count(standalone_port), nodes_before) << "a refused acquire created nodes";
+}
+
+// issue 19 defect 7: every name that passes the common check (at most 256
+// bytes of UTF-8 without NUL) is a lease of its own on ZooKeeper too:
+// '/', ".", "..", "zookeeper", control characters, non-ASCII and the longest
+// names (256 bytes, each encoded as %XX) neither nest, collide nor fail.
+TEST_F(ZookeeperLocker, EveryNameThatPassesTheCommonCheckIsALeaseOfItsOwn)
+{
+	std::string two_byte;
+	while (two_byte.size() < pglease::max_resource_bytes)
+		two_byte += "\xc3\xa9"; // é
+	const std::vector<std::string> names = {".",
+	                                        "..",
+	                                        "/",
+	                                        "a/b",
+	                                        "a%2Fb",
+	                                        "a_b",
+	                                        "a b",
+	                                        "zookeeper",
+	                                        "\x01\x1f\x7f",
+	                                        "\xc3\xa9",
+	                                        "\xf0\x9f\x94\x92",
+	                                        "/pglease",
+	                                        std::string(256, '/'),
+	                                        std::string(256, '.'),
+	                                        two_byte};
+	auto other = pglease::connect(url(standalone_port), quick());
+	ASSERT_TRUE(other) << other.error();
+	std::vector<pglease::Lease> held;
+	for (const auto &name : names) {
+		auto o = opts(5s);
+		o.allow_nested_try = true;
+		auto lease = locker->try_acquire(name, o);
+		ASSERT_TRUE(lease) << "\"" << name << "\": " << lease.error();
+		held.push_back(std::move(*lease));
+	}
+	for (const auto &name : names) {
+		auto taken = in_other_thread([&] { return (*other)->try_acquire(name, opts(5s)); });
+		ASSERT_FALSE(taken) << "\"" << name << "\" granted twice";
+		EXPECT_EQ(taken.error().code, Errc::timeout) << "\"" << name << "\": " << taken.error();
+	}
+	for (auto &lease : held)
+		EXPECT_TRUE(lease.release()) << lease.resource();
+}
+
+// issue 19 defects 7 and 8: the URL parser refuses malformed hosts and
+// ports and the reserved /zookeeper tree, never repeats a password, and
+// takes a bracketed IPv6 literal (handed to the C client as "::1:port").
+TEST_F(ZookeeperLocker, UrlParserRefusesMalformedHostsAndNeverEchoesAPassword)
+{
+	for (const char *bad : {"zookeeper://a b:57000", "zookeeper://127.0.0.1 :57000", "zookeeper://:57000",
+	                        "zookeeper://h:", "zookeeper://h:65536", "zookeeper://h:-1", "zookeeper://h:1x",
+	                        "zookeeper://h:99999999999999999999", "zookeeper://h:1,,h:2", "zookeeper://[::1]",
+	                        "zookeeper://[::1:57000", "zookeeper://[]:57000", "zookeeper://[::1]x:57000",
+	                        "zookeeper://[g::1]:57000", "zookeeper://::1:57000", "zookeeper://h:1/zookeeper",
+	                        "zookeeper://h:1/zookeeper/locks"}) {
+		auto r = pglease::connect(bad);
+		ASSERT_FALSE(r) << bad;
+		EXPECT_EQ(r.error().code, Errc::invalid_argument) << bad << ": " << r.error();
+	}
+	for (const char *secret : {"zookeeper://alice:s3cr3tPW@127.0.0.1:57000",
+	                           "zookeeper://127.0.0.1:57000,alice:s3cr3tPW@127.0.0.1:57001/x",
+	                           "zookeeper://127.0.0.1:57000/x?password=s3cr3tPW"}) {
+		auto r = pglease::connect(secret);
+		ASSERT_FALSE(r) << "credentials are not supported (issue 22)";
+		EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error();
+		EXPECT_EQ(r.error().message.find("s3cr3tPW"), std::string::npos) << r.error();
+	}
+	for (const char *good : {"zookeeper://[::1]:57010", "zookeeper://[::1]:57010,127.0.0.1:57000/x"}) {
+		auto r = pglease::connect(good, quick());
+		EXPECT_TRUE(r) << good << ": " << r.error();
+	}
 }
 
 } // namespace

@@ -9,7 +9,6 @@
 
 namespace pglease::detail {
 
-Result<std::unique_ptr<Locker>> connect_zookeeper(std::string_view url,
-                                                  const ClientOptions &options);
+Result<std::unique_ptr<Locker>> connect_zookeeper(std::string_view url, const ClientOptions &options);
 
 } // namespace pglease::detail

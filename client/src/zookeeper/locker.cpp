@@ -26,9 +26,11 @@
 // so the TTL is exact.  The server clamps a session timeout into
 // [minSessionTimeout, maxSessionTimeout], by default [2, 20] x tickTime;
 // zoo_recv_timeout says what it granted.  A TTL above the maximum is refused
-// (Errc::invalid_argument: the session could expire before the lease's local
-// deadline); one below the minimum is accepted, the session then outlives a
-// crashed holder by the difference.  The C client's own heartbeat keeps the
+// (Errc::invalid_argument naming the servers' maximum, as soon as the session
+// is negotiated: it could expire before the lease's local deadline); one
+// below the minimum is accepted, the session then outlives a crashed holder
+// by the difference.  Above 288h (max_ttl) a TTL is refused before any I/O:
+// the C client's timers overflow.  The C client's own heartbeat keeps the
 // session; Grant::renew checks it: expired -> false (lost at once),
 // disconnected (Curator's SUSPENDED) -> Errc::unavailable, so the lease is
 // lost when its local deadline passes without a reconnect; else the node must
@@ -39,6 +41,21 @@
 // sessions (at most ClientOptions::max_idle_connections), reused by the next
 // acquire with the same TTL while connected: no createSession/closeSession
 // per grant.  Any other end of a grant closes its session.
+//
+// Time bounds: every request is asynchronous and waited for until one
+// deadline per call (session.hpp): acquire within wait + statement_grace
+// (the session setup also within connect_timeout), renew and release within
+// statement_grace, whatever the server does (frozen, partitioned, slow).
+// A request abandoned at its deadline may still run later: the call then
+// closes its session, without waiting (Session::dispose).  So a lock node
+// created after its acquire gave up is deleted when the server reads the
+// session's close, queued behind the create on the same connection (at once
+// when a frozen server resumes); if the client had already lost that
+// connection (after 2/3 of the TTL without an answer), when the session
+// expires: at most one TTL after the server resumes (a reconnect the client
+// left in the frozen server's socket may touch the session once more; seen:
+// a 3 s session's node gone 3.1 s after SIGCONT).  Until then
+// the node only delays other acquirers, it is nobody's grant.
 #include <algorithm>
 #include <optional>
 #include <condition_variable>
@@ -107,6 +124,25 @@ retryable(int rc)
 	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
 }
 
+// failure -- the Error of a request that failed (answered) or was abandoned
+Error
+failure(const zookeeper::Answer &a, const std::string &hosts, const std::string &what, milliseconds bound)
+{
+	return a.answered ? error_of(a.rc, hosts, what) : zookeeper::unanswered(hosts, what, bound);
+}
+
+// Owned -- a session that is disposed of (closed without waiting) however
+// the scope ends, unless moved out
+struct Owned {
+	std::unique_ptr<Session> session;
+	Owned() = default;
+	Owned(const Owned &) = delete;
+	Owned &operator=(const Owned &) = delete;
+	~Owned() { Session::dispose(std::move(session)); }
+	Session *operator->() const noexcept { return session.get(); }
+	Session &operator*() const noexcept { return *session; }
+};
+
 // SessionPool -- the sessions of cleanly released grants, kept open for the
 // next acquire with the same TTL (a session's timeout is its lease's TTL):
 // a grant then costs no createSession and closeSession, two of the five
@@ -115,10 +151,17 @@ retryable(int rc)
 class SessionPool {
 public:
 	explicit SessionPool(std::size_t max_idle) : max_idle_(max_idle) {}
+	~SessionPool()
+	{
+		for (auto &idle : idle_)
+			Session::dispose(std::move(idle.second));
+	}
+	SessionPool(const SessionPool &) = delete;
+	SessionPool &operator=(const SessionPool &) = delete;
 
 	std::unique_ptr<Session> take(milliseconds ttl) noexcept
 	{
-		std::vector<std::unique_ptr<Session>> stale; // closed outside the lock
+		std::vector<std::unique_ptr<Session>> stale; // disposed of outside the lock
 		std::unique_ptr<Session> found;
 		{
 			std::lock_guard<std::mutex> lk(mu_);
@@ -135,6 +178,8 @@ public:
 					stale.push_back(std::move(s));
 			}
 		}
+		for (auto &s : stale)
+			Session::dispose(std::move(s));
 		return found;
 	}
 
@@ -148,7 +193,7 @@ public:
 			}
 		} catch (...) {
 		}
-		session.reset(); // closes it, outside the lock
+		Session::dispose(std::move(session));
 	}
 
 private:
@@ -157,13 +202,15 @@ private:
 	std::vector<std::pair<milliseconds, std::unique_ptr<Session>>> idle_;
 };
 
-// ZookeeperGrant -- one lease: its session and its lock node
+// ZookeeperGrant -- one lease: its session and its lock node.  renew and
+// release end within statement_grace (renew: by the local deadline, too).
 class ZookeeperGrant final : public Grant {
 public:
 	ZookeeperGrant(std::unique_ptr<Session> session, std::string node, std::int64_t token,
-	               Clock::time_point deadline, std::shared_ptr<SessionPool> pool, milliseconds session_ttl)
+	               Clock::time_point deadline, std::shared_ptr<SessionPool> pool, milliseconds session_ttl,
+	               milliseconds grace)
 	    : session_(std::move(session)), node_(std::move(node)), token_(token), deadline_(deadline),
-	      pool_(std::move(pool)), session_ttl_(session_ttl)
+	      pool_(std::move(pool)), session_ttl_(session_ttl), grace_(grace)
 	{
 		watchdog_ = std::thread([this] { close_at_deadline(); });
 	}
@@ -175,8 +222,7 @@ public:
 		}
 		cv_.notify_all();
 		watchdog_.join();
-		if (session_)
-			session_->close();
+		Session::dispose(std::move(session_));
 	}
 	ZookeeperGrant(const ZookeeperGrant &) = delete;
 	ZookeeperGrant &operator=(const ZookeeperGrant &) = delete;
@@ -192,15 +238,17 @@ public:
 				return Error{Errc::unavailable, "",
 				             "zookeeper " + session_->hosts() +
 				                 ": disconnected, the session is not confirmed"};
-			Stat stat{};
-			int rc = zoo_exists(session_->handle(), node_.c_str(), 0, &stat);
-			if (rc == ZNONODE || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE)
+			// an answer after the local deadline would come too late anyway,
+			// and the watchdog waits for this lock to end the session then
+			auto until = std::min(deadline_after(sent, grace_), deadline_);
+			auto a = session_->exists(node_, false, until);
+			if (a.answered && (a.rc == ZNONODE || a.rc == ZSESSIONEXPIRED || a.rc == ZINVALIDSTATE))
 				return false;
-			if (rc != ZOK)
-				return error_of(rc, session_->hosts(), "exists " + node_);
-			if (stat.czxid != token_ || stat.ephemeralOwner != session_->id())
+			if (!a.answered || a.rc != ZOK)
+				return failure(a, session_->hosts(), "exists " + node_, grace_);
+			if (a.stat.czxid != token_ || a.stat.ephemeralOwner != session_->id())
 				return false; // not our node any more
-			deadline_ = sent + ttl;
+			deadline_ = deadline_after(sent, ttl);
 			return true;
 		} catch (...) {
 			return Error{Errc::internal, "", "out of memory"};
@@ -209,31 +257,33 @@ public:
 
 	Result<bool> release() noexcept override
 	{
+		Owned ending; // disposed of (not closed waiting) after the lock, unless pooled
 		try {
 			std::lock_guard<std::mutex> lk(mu_);
 			if (!session_)
 				return false; // released already
-			if (session_->closed() || session_->expired()) {
-				session_->close();
+			ending.session = std::move(session_);
+			if (ending->closed() || ending->expired())
 				return false;
-			}
-			if (!session_->connected()) {
-				session_->close();
+			if (!ending->connected())
 				return Error{Errc::unavailable, "",
-				             "zookeeper " + session_->hosts() + ": disconnected at release; the node " +
-				                 node_ + " goes when its session expires"};
-			}
-			int rc = zoo_delete(session_->handle(), node_.c_str(), -1);
-			if (rc == ZOK) { // the session holds no node now: the next grant may use it
-				pool_->give(std::move(session_), session_ttl_);
+				             "zookeeper " + ending->hosts() + ": disconnected at release; the node " + node_ +
+				                 " goes when its session expires (within " + format_duration(session_ttl_) +
+				                 ")"};
+			auto a = ending->remove(node_, deadline_after(Clock::now(), grace_));
+			if (a.answered && a.rc == ZOK) { // the session holds no node now: the next grant may use it
+				pool_->give(std::move(ending.session), session_ttl_);
 				return true;
 			}
-			session_->close();
-			if (rc == ZNONODE || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE)
+			if (a.answered && (a.rc == ZNONODE || a.rc == ZSESSIONEXPIRED || a.rc == ZINVALIDSTATE))
 				return false;
-			return error_of(rc, session_->hosts(), "delete " + node_);
+			// the delete may still run; the session's close follows it
+			auto e = failure(a, ending->hosts(), "delete " + node_, grace_);
+			e.message += "; the node goes when the server reads the session's close, or when the session "
+			             "expires (within " +
+			             format_duration(session_ttl_) + ")";
+			return e;
 		} catch (...) {
-			session_->close();
 			return Error{Errc::internal, "", "out of memory"};
 		}
 	}
@@ -246,23 +296,25 @@ private:
 		std::unique_lock<std::mutex> lk(mu_);
 		while (!stopping_) {
 			if (Clock::now() >= deadline_) {
-				if (session_)
-					session_->close();
+				auto ending = std::move(session_);
+				lk.unlock();
+				Session::dispose(std::move(ending));
 				return;
 			}
-			cv_.wait_until(lk, deadline_);
+			cv_.wait_until(lk, std::min(deadline_, Clock::now() + std::chrono::hours{1}));
 		}
 	}
 
-	std::unique_ptr<Session> session_; // null once given back to the pool
+	std::unique_ptr<Session> session_; // null once released or ended
 	const std::string node_;
 	const std::int64_t token_;
-	std::mutex mu_; // guards deadline_, stopping_ and every use of the session
+	std::mutex mu_; // guards session_, deadline_, stopping_ and every use of the session
 	std::condition_variable cv_;
 	Clock::time_point deadline_;
 	bool stopping_ = false;
 	const std::shared_ptr<SessionPool> pool_;
 	const milliseconds session_ttl_;
+	const milliseconds grace_;
 	std::thread watchdog_;
 };
 
@@ -302,82 +354,90 @@ protected:
 		return take(resource, options, holder); // acquire() turns a throw into Errc::internal
 	}
 
+	// max_ttl -- what the C client can carry: it computes two thirds of the
+	// session timeout in an int of milliseconds (zookeeper_interest), which
+	// overflows above INT_MAX / 2 ms (12.4 days: the session then never
+	// connects); 12 days is the round bound below.  The servers' own maximum
+	// (maxSessionTimeout) is usually far lower: take() refuses a TTL above
+	// it, naming it, once a session was negotiated.
+	milliseconds max_ttl() const noexcept override { return std::chrono::hours{12 * 24}; }
+
 private:
 	struct LockNode {
 		std::string name;
 		std::int64_t czxid = 0;
 	};
+	// One acquire's bounds: the wait ends at give_up, every request and the
+	// session setup at until (wait + statement_grace: one deadline for the
+	// whole call)
+	struct Bounds {
+		Clock::time_point give_up, until;
+		milliseconds bound;
+	};
 
 	// ensure_folder -- the resource's container node, and its persistent ancestors
-	Result<void> ensure_folder(Session &s, const std::string &folder)
+	Result<void> ensure_folder(Session &s, const std::string &folder, const Bounds &b)
 	{
-		int rc = zoo_create(s.handle(), folder.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
-		                    nullptr, 0);
-		if (rc == ZOK || rc == ZNODEEXISTS)
+		auto a = s.create(folder, {}, ZOO_CONTAINER, b.until);
+		if (a.answered && (a.rc == ZOK || a.rc == ZNODEEXISTS))
 			return {};
-		if (rc != ZNONODE)
-			return error_of(rc, s.hosts(), "create " + folder);
+		if (!a.answered || a.rc != ZNONODE)
+			return failure(a, s.hosts(), "create " + folder, b.bound);
 		for (auto at = folder.find('/', 1); at != std::string::npos; at = folder.find('/', at + 1)) {
 			std::string ancestor = folder.substr(0, at);
-			rc = zoo_create(s.handle(), ancestor.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT,
-			                nullptr, 0);
-			if (rc != ZOK && rc != ZNODEEXISTS)
-				return error_of(rc, s.hosts(), "create " + ancestor);
+			a = s.create(ancestor, {}, ZOO_PERSISTENT, b.until);
+			if (!a.answered || (a.rc != ZOK && a.rc != ZNODEEXISTS))
+				return failure(a, s.hosts(), "create " + ancestor, b.bound);
 		}
-		rc = zoo_create(s.handle(), folder.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, nullptr,
-		                0);
-		if (rc != ZOK && rc != ZNODEEXISTS)
-			return error_of(rc, s.hosts(), "create " + folder);
+		a = s.create(folder, {}, ZOO_CONTAINER, b.until);
+		if (!a.answered || (a.rc != ZOK && a.rc != ZNODEEXISTS))
+			return failure(a, s.hosts(), "create " + folder, b.bound);
 		return {};
 	}
 
 	// find_protected -- our node after a lost create reply, by its GUID prefix
 	Result<std::optional<LockNode>> find_protected(Session &s, const std::string &folder,
-	                                               const std::string &prefix)
+	                                               const std::string &prefix, const Bounds &b)
 	{
-		auto children = zookeeper::children_of(s, folder);
-		if (!children)
-			return children.error();
-		for (const auto &name : *children) {
+		auto listed = s.children(folder, b.until);
+		if (!listed.answered || listed.rc != ZOK)
+			return failure(listed, s.hosts(), "get_children " + folder, b.bound);
+		for (const auto &name : listed.names) {
 			if (name.compare(0, prefix.size(), prefix) != 0)
 				continue;
-			Stat stat{};
-			int rc = zoo_exists(s.handle(), (folder + "/" + name).c_str(), 0, &stat);
-			if (rc != ZOK)
-				return error_of(rc, s.hosts(), "exists " + folder + "/" + name);
-			return std::optional<LockNode>{LockNode{name, stat.czxid}};
+			auto a = s.exists(folder + "/" + name, false, b.until);
+			if (!a.answered || a.rc != ZOK)
+				return failure(a, s.hosts(), "exists " + folder + "/" + name, b.bound);
+			return std::optional<LockNode>{LockNode{name, a.stat.czxid}};
 		}
 		return std::optional<LockNode>{};
 	}
 
 	// create_lock_node -- the EPHEMERAL|SEQUENTIAL node, created exactly once
-	Result<LockNode> create_lock_node(Session &s, const std::string &folder, const std::string &holder)
+	Result<LockNode> create_lock_node(Session &s, const std::string &folder, const std::string &holder,
+	                                  const Bounds &b)
 	{
 		const std::string prefix = protection_prefix();
 		const std::string path = folder + "/" + prefix;
 		Error last{Errc::unavailable, "", "zookeeper " + s.hosts() + ": could not create the lock node"};
 		for (int attempt = 0; attempt < 4; attempt++) {
-			std::vector<char> created(path.size() + 32);
-			Stat stat{};
-			int rc = zoo_create2(s.handle(), path.c_str(), holder.data(), static_cast<int>(holder.size()),
-			                     &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created.data(),
-			                     static_cast<int>(created.size()), &stat);
-			if (rc == ZOK) {
-				std::string full{created.data()};
-				return LockNode{full.substr(full.rfind('/') + 1), stat.czxid};
-			}
-			last = error_of(rc, s.hosts(), "create " + path);
-			if (rc == ZNONODE) { // the empty container was reaped meanwhile
-				if (auto made = ensure_folder(s, folder); !made)
+			auto a = s.create(path, holder, ZOO_EPHEMERAL_SEQUENTIAL, b.until);
+			if (a.answered && a.rc == ZOK)
+				return LockNode{a.path.substr(a.path.rfind('/') + 1), a.stat.czxid};
+			last = failure(a, s.hosts(), "create " + path, b.bound);
+			if (!a.answered) // it may still be created: the caller's dispose ends it
+				return last;
+			if (a.rc == ZNONODE) { // the empty container was reaped meanwhile
+				if (auto made = ensure_folder(s, folder, b); !made)
 					return made.error();
 				continue;
 			}
-			if (!retryable(rc))
+			if (!retryable(a.rc))
 				return last;
 			// the reply was lost: the node may exist; find it after the reconnect
-			if (!s.wait_connected(Clock::now() + options_.connect_timeout))
+			if (!s.wait_connected(b.until))
 				return last;
-			auto found = find_protected(s, folder, prefix);
+			auto found = find_protected(s, folder, prefix, b);
 			if (!found)
 				return found.error();
 			if (*found)
@@ -386,71 +446,99 @@ private:
 		return last;
 	}
 
+	// open_session -- a pooled session with this TTL, or a new one
+	Result<std::unique_ptr<Session>> open_session(milliseconds ttl, const Bounds &b)
+	{
+		if (auto pooled = pool_->take(ttl))
+			return pooled;
+		auto setup = std::min(b.until, deadline_after(Clock::now(), options_.connect_timeout));
+		auto opened = Session::open(target_.hosts, ttl, setup);
+		if (!opened)
+			return opened.error();
+		auto s = std::move(*opened);
+		if (s->negotiated() < ttl) {
+			// the server clamps into [minSessionTimeout, maxSessionTimeout]: less
+			// than asked is its maximum
+			auto most = s->negotiated();
+			Session::dispose(std::move(s));
+			return Error{Errc::invalid_argument, "22023",
+			             "zookeeper " + target_.hosts + ": ttl " + format_duration(ttl) +
+			                 " is longer than the servers grant: their sessions last at most " +
+			                 format_duration(most) +
+			                 " (maxSessionTimeout, by default 20 x tickTime); ask for a ttl of at most that"};
+		}
+		return s;
+	}
+
 	// take -- create our node, then wait until it is the lowest
 	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
 	{
-		const auto give_up = Clock::now() + options.wait;
-		std::unique_ptr<Session> session = pool_->take(options.ttl);
-		if (!session) {
-			auto opened = Session::open(target_.hosts, options.ttl, options_.connect_timeout);
+		const auto start = Clock::now();
+		const auto bound = saturating_add(options.wait, options_.statement_grace);
+		const Bounds b{deadline_after(start, options.wait), deadline_after(start, bound), bound};
+		Owned session;
+		{
+			auto opened = open_session(options.ttl, b);
 			if (!opened)
 				return opened.error();
-			session = std::move(*opened);
+			session.session = std::move(*opened);
 		}
-		if (session->negotiated() < options.ttl)
-			return Error{Errc::invalid_argument, "22023",
-			             "zookeeper " + target_.hosts + ": the servers grant sessions of at most " +
-			                 format_duration(session->negotiated()) +
-			                 " (maxSessionTimeout, by default 20 x "
-			                 "tickTime); ask for a ttl of at most that"};
 		const std::string folder = target_.root + "/" + zookeeper::encode_resource(resource);
-		if (auto made = ensure_folder(*session, folder); !made)
+		if (auto made = ensure_folder(*session, folder, b); !made)
 			return made.error();
-		auto mine = create_lock_node(*session, folder, holder);
+		auto mine = create_lock_node(*session, folder, holder, b);
 		if (!mine)
 			return mine.error();
-		const std::string my_path = folder + "/" + mine->name;
+		return wait_turn(session, folder, *mine, resource, options, b);
+	}
 
+	// wait_turn -- until our node is the lowest (granted), the wait ends
+	// (timeout: the node is deleted) or a request fails.  On every way out
+	// but a grant, the caller disposes of the session, which ends the node.
+	Result<Granted> wait_turn(Owned &session, const std::string &folder, const LockNode &mine,
+	                          std::string_view resource, const LeaseOptions &options, const Bounds &b)
+	{
+		const std::string my_path = folder + "/" + mine.name;
 		for (;;) {
 			auto seen = session->generation();
 			auto checked = Clock::now();
-			auto children = zookeeper::children_of(*session, folder);
-			if (!children) {
-				if (children.error().code == Errc::unavailable && !session->expired() &&
-				    session->wait_connected(std::max(give_up, Clock::now() + options_.connect_timeout)))
+			auto listed = session->children(folder, b.until);
+			if (!listed.answered || listed.rc != ZOK) {
+				if (listed.answered && retryable(listed.rc) && !session->expired() &&
+				    session->wait_connected(b.until))
 					continue; // reconnected (to another server): look again
-				return children.error();
+				return failure(listed, target_.hosts, "get_children " + folder, b.bound);
 			}
-			auto queue = lock_nodes_in_order(std::move(*children));
-			auto at = std::find(queue.begin(), queue.end(), mine->name);
+			auto queue = lock_nodes_in_order(std::move(listed.names));
+			auto at = std::find(queue.begin(), queue.end(), mine.name);
 			if (at == queue.end())
 				return Error{Errc::unavailable, "",
 				             "zookeeper " + target_.hosts + ": the lock node " + my_path +
 				                 " was deleted while waiting"};
 			if (at == queue.begin()) {
 				Granted g;
-				g.token = mine->czxid;
-				g.deadline = checked + options.ttl;
-				g.grant = std::make_unique<ZookeeperGrant>(std::move(session), my_path, mine->czxid,
-				                                           g.deadline, pool_, options.ttl);
+				g.token = mine.czxid;
+				g.deadline = deadline_after(checked, options.ttl);
+				g.grant = std::make_unique<ZookeeperGrant>(std::move(session.session), my_path, mine.czxid,
+				                                           g.deadline, pool_, options.ttl,
+				                                           options_.statement_grace);
 				return g;
 			}
-			if (Clock::now() >= give_up) {
-				(void)zoo_delete(session->handle(), my_path.c_str(), -1);
+			if (Clock::now() >= b.give_up) {
+				// within the grace left; unanswered, the session's close ends it
+				(void)session->remove(my_path, b.until);
 				return Error{Errc::timeout, "",
 				             "lease \"" + std::string{resource} + "\" not granted within " +
 				                 format_duration(options.wait)};
 			}
 			// watch the predecessor only; its deletion (or any session event) wakes us
 			const std::string predecessor = folder + "/" + *std::prev(at);
-			Stat stat{};
-			int rc =
-			    zoo_wexists(session->handle(), predecessor.c_str(), &Session::on_event, session.get(), &stat);
-			if (rc == ZNONODE)
+			auto watched = session->exists(predecessor, true, b.until);
+			if (watched.answered && watched.rc == ZNONODE)
 				continue;
-			if (rc != ZOK && !retryable(rc))
-				return error_of(rc, target_.hosts, "exists " + predecessor);
-			(void)session->wait_event(seen, give_up);
+			if (!watched.answered || (watched.rc != ZOK && !retryable(watched.rc)))
+				return failure(watched, target_.hosts, "exists " + predecessor, b.bound);
+			(void)session->wait_event(seen, b.give_up);
 		}
 	}
 

@@ -1,7 +1,9 @@
 // zookeeper/session.cpp -- a ZooKeeper session of the C client: connect,
-// wait for events, close; and the mapping of the client's return codes to
-// pglease errors.
+// wait for events, asynchronous requests waited for until a deadline, close;
+// and the mapping of the client's return codes to pglease errors.
 #include "zookeeper/session.hpp"
+
+#include <thread>
 
 namespace pglease::detail::zookeeper {
 
@@ -19,7 +21,103 @@ silence_client_log() noexcept
 	(void)silenced;
 }
 
+// one_hour_at_most -- a condition variable's wait is cut into waits of an
+// hour at most, so a deadline of Clock::time_point::max() (a wait of
+// milliseconds::max()) never reaches the clock conversions of wait_until
+Clock::time_point
+one_hour_at_most(Clock::time_point until) noexcept
+{
+	auto now = Clock::now();
+	return until - now > std::chrono::hours{1} ? now + std::chrono::hours{1} : until;
+}
+
 } // namespace
+
+/// One request in flight: its completion fills answer and sets done.
+struct Session::Call {
+	std::mutex mu;
+	std::condition_variable cv;
+	bool done = false;
+	Answer answer;
+};
+
+namespace {
+
+// answered -- an Answer without data: the client's or the server's rc
+Answer
+answered(int rc) noexcept
+{
+	Answer a;
+	a.answered = true;
+	a.rc = rc;
+	return a;
+}
+
+// finish -- a completion's common end; fill reads the reply (only on ZOK).
+// The notify is under the lock: the waiter may free the Call once it sees done.
+template <class Fill>
+void
+finish(const void *data, int rc, Fill fill) noexcept
+{
+	auto *call = static_cast<Session::Call *>(const_cast<void *>(data));
+	std::lock_guard<std::mutex> lk(call->mu);
+	call->answer.answered = true;
+	call->answer.rc = rc;
+	if (rc == ZOK) {
+		try {
+			fill(call->answer);
+		} catch (...) {
+			call->answer.rc = ZSYSTEMERROR; // out of memory
+		}
+	}
+	call->done = true;
+	call->cv.notify_all();
+}
+
+void
+stat_done(int rc, const Stat *stat, const void *data)
+{
+	finish(data, rc, [&](Answer &a) {
+		if (stat)
+			a.stat = *stat;
+	});
+}
+
+void
+created(int rc, const char *value, const Stat *stat, const void *data)
+{
+	finish(data, rc, [&](Answer &a) {
+		if (value)
+			a.path = value;
+		if (stat)
+			a.stat = *stat;
+	});
+}
+
+void
+void_done(int rc, const void *data)
+{
+	finish(data, rc, [](Answer &) {});
+}
+
+void
+strings_done(int rc, const String_vector *names, const void *data)
+{
+	finish(data, rc, [&](Answer &a) {
+		for (int i = 0; names && i < names->count; i++)
+			a.names.emplace_back(names->data[i]);
+	});
+}
+
+} // namespace
+
+Error
+unanswered(const std::string &hosts, const std::string &what, milliseconds bound)
+{
+	return Error{Errc::unavailable, "",
+	             "zookeeper " + hosts + ": no answer to " + what + " within " + format_duration(bound) +
+	                 " (the server is frozen, overloaded or cut off)"};
+}
 
 Error
 error_of(int rc, const std::string &hosts, const std::string &what)
@@ -48,12 +146,12 @@ error_of(int rc, const std::string &hosts, const std::string &what)
 }
 
 Result<std::unique_ptr<Session>>
-Session::open(const std::string &hosts, milliseconds ttl, milliseconds connect_timeout) noexcept
+Session::open(const std::string &hosts, milliseconds ttl, Clock::time_point until) noexcept
 {
 	try {
 		silence_client_log();
 		std::unique_ptr<Session> s{new Session(hosts)};
-		auto until = Clock::now() + connect_timeout;
+		auto bound = std::chrono::ceil<milliseconds>(until - Clock::now()); // for the message
 		{
 			// hold mu_ so an early event waits until zh_ is set
 			std::lock_guard<std::mutex> lk(s->mu_);
@@ -64,10 +162,22 @@ Session::open(const std::string &hosts, milliseconds ttl, milliseconds connect_t
 			return Error{Errc::unavailable, "", "zookeeper " + hosts + ": zookeeper_init failed"};
 		if (!s->wait_connected(until))
 			return Error{Errc::unavailable, "",
-			             "zookeeper " + hosts + ": no session within " + format_duration(connect_timeout)};
+			             "zookeeper " + hosts + ": no session within " + format_duration(bound)};
 		return s;
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+void
+Session::dispose(std::unique_ptr<Session> session) noexcept
+{
+	if (!session)
+		return;
+	try {
+		std::thread([s = std::move(session)]() mutable { s.reset(); }).detach();
+	} catch (...) {
+		session.reset(); // no thread: close here, waiting
 	}
 }
 
@@ -82,8 +192,14 @@ Session::close() noexcept
 		++generation_;
 	}
 	cv_.notify_all();
-	if (zh)
-		(void)zookeeper_close(zh); // joins the client's threads: no callback after this
+	if (!zh)
+		return;
+	(void)zookeeper_close(zh); // joins the client's threads: no callback after this
+	std::unordered_map<Call *, std::shared_ptr<Call>> abandoned;
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		abandoned.swap(calls_);
+	}
 }
 
 bool
@@ -132,7 +248,12 @@ bool
 Session::wait_event(std::uint64_t seen, Clock::time_point until) noexcept
 {
 	std::unique_lock<std::mutex> lk(mu_);
-	return cv_.wait_until(lk, until, [&] { return generation_ != seen; });
+	while (generation_ == seen) {
+		if (Clock::now() >= until)
+			return false;
+		cv_.wait_until(lk, one_hour_at_most(until));
+	}
+	return true;
 }
 
 bool
@@ -163,23 +284,70 @@ Session::on_event(zhandle_t *, int, int, const char *, void *context) noexcept
 	s->cv_.notify_all();
 }
 
-Result<std::vector<std::string>>
-children_of(Session &session, const std::string &path)
+// run -- start one request (start(handle, completion data) returns the
+// client's rc) and wait for its answer until `until`
+template <class Start>
+Answer
+Session::run(Clock::time_point until, Start start) noexcept
 {
-	String_vector names{0, nullptr};
-	int rc = zoo_get_children(session.handle(), path.c_str(), 0, &names);
-	if (rc != ZOK)
-		return error_of(rc, session.hosts(), "get_children " + path);
-	std::vector<std::string> out;
+	std::shared_ptr<Call> call;
 	try {
-		for (int i = 0; i < names.count; i++)
-			out.emplace_back(names.data[i]);
+		call = std::make_shared<Call>();
+		std::lock_guard<std::mutex> lk(mu_);
+		if (!zh_)
+			return answered(ZCLOSING);
+		calls_.emplace(call.get(), call);
 	} catch (...) {
-		deallocate_String_vector(&names);
-		throw;
+		return answered(ZSYSTEMERROR);
 	}
-	deallocate_String_vector(&names);
-	return out;
+	int rc = start(zh_, call.get());
+	if (rc != ZOK) // not sent; the Call stays in calls_ in case it was queued anyway
+		return answered(rc);
+	std::unique_lock<std::mutex> lk(call->mu);
+	while (!call->done && Clock::now() < until)
+		call->cv.wait_until(lk, one_hour_at_most(until));
+	if (!call->done)
+		return Answer{}; // abandoned: its completion runs later, or at close
+	Answer answer = std::move(call->answer);
+	lk.unlock();
+	std::lock_guard<std::mutex> slk(mu_);
+	calls_.erase(call.get());
+	return answer;
+}
+
+Answer
+Session::exists(const std::string &path, bool watch, Clock::time_point until) noexcept
+{
+	return run(until, [&](zhandle_t *zh, Call *call) {
+		return zoo_awexists(zh, path.c_str(), watch ? &Session::on_event : nullptr, watch ? this : nullptr,
+		                    &stat_done, call);
+	});
+}
+
+Answer
+Session::create(const std::string &path, std::string_view data, int mode, Clock::time_point until) noexcept
+{
+	return run(until, [&](zhandle_t *zh, Call *call) {
+		return zoo_acreate2(zh, path.c_str(), data.empty() ? nullptr : data.data(),
+		                    data.empty() ? -1 : static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, mode,
+		                    &created, call);
+	});
+}
+
+Answer
+Session::remove(const std::string &path, Clock::time_point until) noexcept
+{
+	return run(until, [&](zhandle_t *zh, Call *call) {
+		return zoo_adelete(zh, path.c_str(), -1, &void_done, call);
+	});
+}
+
+Answer
+Session::children(const std::string &path, Clock::time_point until) noexcept
+{
+	return run(until, [&](zhandle_t *zh, Call *call) {
+		return zoo_aget_children(zh, path.c_str(), 0, &strings_done, call);
+	});
 }
 
 } // namespace pglease::detail::zookeeper

@@ -1,12 +1,21 @@
 // zookeeper/session.hpp -- one ZooKeeper session of the official C client
 // (libzookeeper_mt), as the provider uses it: one per lease.
 //
-// Locking notes: the C client calls on_event from its own completion thread.
-// Session::mu_ guards the event generation and the handle's closing; a
-// watch or session event bumps the generation and wakes every waiter, who
-// then looks at the state again (events carry no data this provider needs).
-// close() joins the client's threads, so no callback runs after it and the
-// Session may be freed; it must not be called from a callback.
+// Every request is asynchronous (zoo_a*) and waited for until a deadline the
+// caller gives: the synchronous zoo_* calls wait until the client declares
+// the connection lost (two thirds of the session timeout, the lease's TTL),
+// so a frozen server held a call for seconds past its bound.  A request not
+// answered by its deadline is abandoned, not cancelled: the server may still
+// run it later, so the caller ends the session (dispose), and what the
+// request created goes with it.
+//
+// Locking notes: the C client calls on_event and the completions from its
+// own completion thread.  Session::mu_ guards the event generation, the
+// handle's closing and the table of requests in flight; a watch or session
+// event bumps the generation and wakes every waiter, who then looks at the
+// state again (events carry no data this provider needs).  close() joins the
+// client's threads, so no callback runs after it and the Session may be
+// freed; it must not be called from a callback.
 #pragma once
 
 #include <chrono>
@@ -15,6 +24,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <zookeeper/zookeeper.h>
@@ -29,23 +40,37 @@ using std::chrono::milliseconds;
 
 /// The Error a ZooKeeper return code amounts to (what: the operation and path).
 [[nodiscard]] Error error_of(int rc, const std::string &hosts, const std::string &what);
+/// Errc::unavailable: no answer to `what` within `bound`.
+[[nodiscard]] Error unanswered(const std::string &hosts, const std::string &what, milliseconds bound);
+
+/// What one request came back with.
+struct Answer {
+	bool answered = false; ///< false: no answer by the deadline (the request may still run)
+	int rc = ZOPERATIONTIMEOUT;
+	Stat stat{};                    ///< exists, create
+	std::string path;               ///< create: the node's name as created
+	std::vector<std::string> names; ///< get_children
+};
 
 class Session {
 public:
 	/// Connect to hosts with a session timeout of ttl; Errc::unavailable if
-	/// not connected within connect_timeout.
+	/// not connected by until.
 	static Result<std::unique_ptr<Session>> open(const std::string &hosts, milliseconds ttl,
-	                                             milliseconds connect_timeout) noexcept;
+	                                             Clock::time_point until) noexcept;
+	/// End a session without waiting: zookeeper_close sends closeSession and
+	/// then waits up to 1.5 s for the server's answer (3 s more to send it),
+	/// which a frozen server never gives, so this runs it on a thread of its
+	/// own.  The server deletes the session's nodes when it reads the close;
+	/// if the connection was already lost, when the session expires.
+	static void dispose(std::unique_ptr<Session> session) noexcept;
 	~Session() { close(); }
 	Session(const Session &) = delete;
 	Session &operator=(const Session &) = delete;
 
-	/// End the session (the server deletes its ephemeral nodes at once when
-	/// it hears of it; otherwise they go when the session expires).
+	/// End the session now (see dispose).
 	void close() noexcept;
 	[[nodiscard]] bool closed() noexcept;
-	/// The handle, for the zoo_* calls; null once closed.
-	[[nodiscard]] zhandle_t *handle() noexcept { return zh_; }
 	[[nodiscard]] const std::string &hosts() const noexcept { return hosts_; }
 	[[nodiscard]] bool connected() noexcept;
 	[[nodiscard]] bool expired() noexcept;
@@ -60,20 +85,30 @@ public:
 	/// Wait until connected (true) or expired or until passed (false).
 	bool wait_connected(Clock::time_point until) noexcept;
 
+	/// The requests, each answered or abandoned by until.  watch: an exists
+	/// watch whose firing counts as an event of this session.
+	Answer exists(const std::string &path, bool watch, Clock::time_point until) noexcept;
+	Answer create(const std::string &path, std::string_view data, int mode, Clock::time_point until) noexcept;
+	Answer remove(const std::string &path, Clock::time_point until) noexcept;
+	Answer children(const std::string &path, Clock::time_point until) noexcept;
+
 	/// The watcher of the session and of every watch it sets (context: this).
 	static void on_event(zhandle_t *zh, int type, int state, const char *path, void *context) noexcept;
 
+	struct Call; // one request in flight (session.cpp)
+
 private:
 	explicit Session(std::string hosts) : hosts_(std::move(hosts)) {}
+	template <class Start> Answer run(Clock::time_point until, Start start) noexcept;
 
 	std::string hosts_;
 	zhandle_t *zh_ = nullptr; // set once in open(), cleared by close()
 	std::mutex mu_;
 	std::condition_variable cv_;
 	std::uint64_t generation_ = 0;
+	// every request whose completion may still run: freed when answered,
+	// or after close (no completion runs after zookeeper_close)
+	std::unordered_map<Call *, std::shared_ptr<Call>> calls_;
 };
-
-/// The children of path (zoo_get_children).
-[[nodiscard]] Result<std::vector<std::string>> children_of(Session &session, const std::string &path);
 
 } // namespace pglease::detail::zookeeper

@@ -3,12 +3,14 @@
 // component a resource name becomes.
 //
 // zookeeper://h1:p1[,h2:p2...][/chroot]
-// - a port is required and must be 1-65535, a host must not be empty
-//   (IPv6 literals, credentials, query strings: refused, not ignored);
+// - a host is a name or IPv4 address ([A-Za-z0-9._-], not empty) or an IPv6
+//   literal in brackets ([::1]:2181); a port is required and must be 1-65535
+//   (credentials, query strings: refused, not ignored; error messages never
+//   show credentials: the provider takes none, authentication is issue 22);
 // - /chroot is the parent of every resource's lock folder and defaults to
 //   /pglease; it must be an absolute ZooKeeper path without empty, "." or
-//   ".." components.  It is prefixed by this provider, not handed to the C
-//   client as its chroot, so that missing ancestors can be created.
+//   ".." components, outside the server's own /zookeeper tree.  It is prefixed by this provider, not handed
+//   to the C client as its chroot, so that missing ancestors can be created.
 #pragma once
 
 #include <string>
@@ -19,7 +21,7 @@
 namespace pglease::detail::zookeeper {
 
 struct Target {
-	std::string hosts; ///< "h1:p1,h2:p2", as zookeeper_init takes it
+	std::string hosts; ///< "h1:p1,h2:p2", as zookeeper_init takes it (IPv6 unbracketed: "::1:2181")
 	std::string root;  ///< "/pglease" or the URL's chroot
 };
 
