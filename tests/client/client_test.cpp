@@ -201,6 +201,16 @@ TEST(Errors, SqlstateMappingMatchesExtensionHeaderAndReadme)
 	}
 }
 
+TEST(Errors, RefusedLoginsAndBadBytesAreFinal)
+{
+	for (const char *code : {"22021", "22P05", "22008", "22015", "3D000"})
+		EXPECT_EQ(pglease::errc_from_sqlstate(code), Errc::invalid_argument) << code;
+	for (const char *code : {"28P01", "28000"}) {
+		EXPECT_EQ(pglease::errc_from_sqlstate(code), Errc::permission) << code;
+		EXPECT_FALSE(pglease::is_retryable(pglease::Error{pglease::errc_from_sqlstate(code), code, ""})) << code;
+	}
+}
+
 TEST(Describe, PrintsTheFourLines)
 {
 	pglease::LeaseOptions o;
