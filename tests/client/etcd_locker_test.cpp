@@ -633,18 +633,27 @@ leader_port()
 	return 0;
 }
 
-TEST(EtcdCluster, LeaderStoppedWhileHeldAndWaitedNeverTwoHolders)
+// start_cluster -- the three members of cluster_ports, started together
+bool
+start_cluster(std::vector<std::unique_ptr<EtcdMember>> &members)
 {
 	std::string spec = std::to_string(cluster_ports[0]) + "," + std::to_string(cluster_ports[1]) + "," +
 	                   std::to_string(cluster_ports[2]);
-	std::vector<std::unique_ptr<EtcdMember>> members;
 	std::vector<std::future<bool>> started;
 	for (int p : cluster_ports) {
 		members.push_back(std::make_unique<EtcdMember>(p, spec));
 		started.push_back(std::async(std::launch::async, [m = members.back().get()] { return m->start(); }));
 	}
+	bool all = true;
 	for (auto &s : started)
-		ASSERT_TRUE(s.get()) << "a cluster member did not start";
+		all = s.get() && all;
+	return all;
+}
+
+TEST(EtcdCluster, LeaderStoppedWhileHeldAndWaitedNeverTwoHolders)
+{
+	std::vector<std::unique_ptr<EtcdMember>> members;
+	ASSERT_TRUE(start_cluster(members)) << "a cluster member did not start";
 	auto connected =
 	    pglease::connect(url_of({cluster_ports[0], cluster_ports[1], cluster_ports[2]}), quick_backoff());
 	ASSERT_TRUE(connected) << connected.error();
@@ -692,16 +701,8 @@ TEST(EtcdCluster, LeaderStoppedWhileHeldAndWaitedNeverTwoHolders)
 
 TEST(EtcdCluster, TwoFrozenMembersCostOneDeadlineNotOneEach)
 {
-	std::string spec = std::to_string(cluster_ports[0]) + "," + std::to_string(cluster_ports[1]) + "," +
-	                   std::to_string(cluster_ports[2]);
 	std::vector<std::unique_ptr<EtcdMember>> members;
-	std::vector<std::future<bool>> started;
-	for (int p : cluster_ports) {
-		members.push_back(std::make_unique<EtcdMember>(p, spec));
-		started.push_back(std::async(std::launch::async, [m = members.back().get()] { return m->start(); }));
-	}
-	for (auto &s : started)
-		ASSERT_TRUE(s.get()) << "a cluster member did not start";
+	ASSERT_TRUE(start_cluster(members)) << "a cluster member did not start";
 	auto options = quick_backoff();
 	const auto grace = options.statement_grace; // the default, 2 s
 	auto connected =
