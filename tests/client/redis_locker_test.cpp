@@ -447,6 +447,22 @@ TEST_F(RedisLocker, hostile_token_counter_is_refused_and_nothing_is_written)
 		ASSERT_TRUE(after);
 		EXPECT_EQ(after->text, hostile) << "the counter was changed";
 	}
+	// a lock naming this holder with no valid token: refused, untouched
+	// (the re-acquire path gave nil or token -5 back after a PEXPIRE)
+	auto o = opts(10s);
+	o.holder = "worker";
+	ASSERT_TRUE(server.raw({"SET", counter, "7"}));
+	for (const char *damaged : {"x:worker", "-5:worker", "0:worker", ":worker"}) {
+		ASSERT_TRUE(server.raw({"SET", lock, damaged}));
+		auto again = locker->try_acquire(resource(), o);
+		ASSERT_FALSE(again) << damaged << " gave token " << again->token();
+		EXPECT_EQ(again.error().code, Errc::internal) << damaged << ": " << again.error();
+		EXPECT_NE(again.error().message.find(lock), std::string::npos) << again.error();
+		auto pttl = server.raw({"PTTL", lock});
+		ASSERT_TRUE(pttl && pttl->is_integer());
+		EXPECT_EQ(pttl->integer, -1) << damaged << ": an expiry was set on a refused lock";
+	}
+	ASSERT_TRUE(server.del(lock));
 	// repaired: granted again, above the repaired value
 	ASSERT_TRUE(server.raw({"SET", counter, "41"}));
 	auto lease = locker->try_acquire(resource(), opts(10s));

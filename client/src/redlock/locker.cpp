@@ -95,7 +95,13 @@ ask_every_node(const Nodes &nodes, const Script &script, std::string_view key,
                const std::vector<std::string_view> &args, milliseconds timeout)
 {
 	std::vector<Result<redis::Reply>> replies(nodes.size(), Error{Errc::internal, "", "not asked"});
-	auto ask = [&](std::size_t i) noexcept { replies[i] = nodes[i]->eval(script, {key}, args, timeout); };
+	auto ask = [&](std::size_t i) noexcept {
+		try {
+			replies[i] = nodes[i]->eval(script, {key}, args, timeout);
+		} catch (...) {
+			replies[i] = Error{Errc::internal, "", "out of memory"};
+		}
+	};
 	std::vector<std::thread> others;
 	others.reserve(nodes.size());
 	for (std::size_t i = 1; i < nodes.size(); i++) {
