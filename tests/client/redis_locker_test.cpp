@@ -3,13 +3,18 @@
 // pglease::redis registers them), against real redis-servers each test
 // starts itself with scripts/redis.sh: 56379 for redis://, 56380-56382 for
 // redlock://.  Never mocked, never skipped.
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <future>
+#include <iostream>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +35,8 @@ namespace {
 constexpr int single_port = 56379;
 constexpr int redlock_ports[] = {56380, 56381, 56382};
 
+using pglease::detail::redis::Reply;
+
 // A redis-server of one test, started at once; killed and removed when the object goes.
 class RedisServer : public ScriptServer {
 public:
@@ -39,19 +46,79 @@ public:
 	}
 	bool started() const { return started_; }
 
-	// del -- DEL a key behind the locker's back (a grant broken server-side)
-	bool del(const std::string &key)
+	// raw -- one command on a connection of its own, behind the locker's back
+	pglease::Result<Reply> raw(std::initializer_list<std::string_view> argv)
 	{
 		auto c = pglease::detail::redis::Connection::open({"127.0.0.1", port()}, {500ms, 500ms});
 		if (!c)
-			return false;
-		auto r = c->command({"DEL", key});
+			return c.error();
+		return c->command(argv);
+	}
+
+	// del -- DEL a key behind the locker's back (a grant broken server-side)
+	bool del(const std::string &key)
+	{
+		auto r = raw({"DEL", key});
 		return r && r->is_integer() && r->integer == 1;
+	}
+
+	bool exists(const std::string &key)
+	{
+		auto r = raw({"EXISTS", key});
+		EXPECT_TRUE(r && r->is_integer()) << "EXISTS " << key;
+		return r && r->is_integer() && r->integer == 1;
+	}
+
+	// pid -- the server's own word (INFO server), for SIGSTOP / SIGCONT
+	pid_t pid()
+	{
+		auto r = raw({"INFO", "server"});
+		if (!r || !r->is_string())
+			return 0;
+		auto at = r->text.find("process_id:");
+		return at == std::string::npos ? 0 : static_cast<pid_t>(std::atoi(r->text.c_str() + at + 11));
 	}
 
 private:
 	bool started_ = false;
 };
+
+// Frozen -- servers stopped with SIGSTOP for the object's life: SIGCONT in
+// the destructor, so a failing assertion never leaves a frozen server
+class Frozen {
+public:
+	explicit Frozen(std::vector<pid_t> pids) : pids_(std::move(pids))
+	{
+		for (pid_t p : pids_)
+			EXPECT_EQ(::kill(p, SIGSTOP), 0) << "SIGSTOP " << p;
+	}
+	~Frozen() { thaw(); }
+	Frozen(const Frozen &) = delete;
+	Frozen &operator=(const Frozen &) = delete;
+	void thaw()
+	{
+		for (pid_t p : pids_)
+			(void)::kill(p, SIGCONT);
+		pids_.clear();
+	}
+
+private:
+	std::vector<pid_t> pids_;
+};
+
+// timed -- how long fn took, in ms
+template <class F>
+long long
+timed(F &&fn)
+{
+	auto t0 = Clock::now();
+	fn();
+	return ms_since(t0);
+}
+
+// The longest TTL the Redis and Redlock providers hold: 2^53-1 ms.
+constexpr milliseconds redis_max_ttl{(std::int64_t{1} << 53) - 1};
+constexpr auto thousand_years = std::chrono::duration_cast<milliseconds>(std::chrono::hours{24 * 365 * 1000});
 
 std::string
 redis_url()
@@ -129,6 +196,29 @@ protected:
 		ASSERT_TRUE(locker);
 	}
 	std::vector<std::unique_ptr<RedisServer>> nodes;
+	std::unique_ptr<pglease::Locker> locker;
+};
+
+// Five nodes: a round on all of them frozen shows whether the nodes are
+// asked one after the other (5 per-node timeouts) or at once (one).
+class WideRedlockLocker : public ::testing::Test {
+protected:
+	static constexpr int ports[] = {56380, 56381, 56382, 56383, 56384};
+	void SetUp() override
+	{
+		std::string url = "redlock://";
+		for (int p : ports) {
+			nodes.push_back(std::make_unique<RedisServer>(p, false));
+			ASSERT_TRUE(nodes.back()->started()) << "no redis-server on " << p;
+			pids.push_back(nodes.back()->pid());
+			ASSERT_GT(pids.back(), 0);
+			url += (url.size() > 10 ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(p);
+		}
+		locker = connect_or_fail(url);
+		ASSERT_TRUE(locker);
+	}
+	std::vector<std::unique_ptr<RedisServer>> nodes;
+	std::vector<pid_t> pids;
 	std::unique_ptr<pglease::Locker> locker;
 };
 
@@ -335,6 +425,232 @@ TEST_F(RedisLocker, token_restarts_after_a_crash_without_persistence)
 	EXPECT_LE(after->token(), before) << "without persistence the token is NOT monotonic across a restart";
 }
 
+// ---- redis:// under hostile data, frozen servers, extreme durations (issue 19) --
+
+TEST_F(RedisLocker, hostile_token_counter_is_refused_and_nothing_is_written)
+{
+	// tokens go through Lua numbers (doubles): only integers from 0 to
+	// 2^53-2 can be counted on to give a higher, exact next token
+	const std::string lock = "pglease:lock:" + resource();
+	const std::string counter = "pglease:token:" + resource();
+	for (const char *hostile :
+	     {"abc", "5.5", "-3", "9007199254740993", "9007199254740992", "1e3", "007", " 5", ""}) {
+		ASSERT_TRUE(server.raw({"SET", counter, hostile}));
+		auto lease = locker->try_acquire(resource(), opts(10s));
+		ASSERT_FALSE(lease) << "counter \"" << hostile << "\" gave token " << lease->token();
+		EXPECT_EQ(lease.error().code, Errc::internal) << hostile << ": " << lease.error();
+		EXPECT_FALSE(pglease::is_retryable(lease.error())) << hostile;
+		EXPECT_NE(lease.error().message.find(counter), std::string::npos)
+		    << "the message must name the damaged key: " << lease.error().message;
+		EXPECT_FALSE(server.exists(lock)) << "counter \"" << hostile << "\" left a lock behind";
+		auto after = server.raw({"GET", counter});
+		ASSERT_TRUE(after);
+		EXPECT_EQ(after->text, hostile) << "the counter was changed";
+	}
+	// a lock naming this holder with no valid token: refused, untouched
+	// (the re-acquire path gave nil or token -5 back after a PEXPIRE)
+	auto o = opts(10s);
+	o.holder = "worker";
+	ASSERT_TRUE(server.raw({"SET", counter, "7"}));
+	for (const char *damaged : {"x:worker", "-5:worker", "0:worker", ":worker"}) {
+		ASSERT_TRUE(server.raw({"SET", lock, damaged}));
+		auto again = locker->try_acquire(resource(), o);
+		ASSERT_FALSE(again) << damaged << " gave token " << again->token();
+		EXPECT_EQ(again.error().code, Errc::internal) << damaged << ": " << again.error();
+		EXPECT_NE(again.error().message.find(lock), std::string::npos) << again.error();
+		auto pttl = server.raw({"PTTL", lock});
+		ASSERT_TRUE(pttl && pttl->is_integer());
+		EXPECT_EQ(pttl->integer, -1) << damaged << ": an expiry was set on a refused lock";
+	}
+	ASSERT_TRUE(server.del(lock));
+	// repaired: granted again, above the repaired value
+	ASSERT_TRUE(server.raw({"SET", counter, "41"}));
+	auto lease = locker->try_acquire(resource(), opts(10s));
+	ASSERT_TRUE(lease) << lease.error();
+	EXPECT_EQ(lease->token(), 42);
+}
+
+TEST_F(RedisLocker, counter_near_2_pow_53_gives_exact_increasing_tokens_then_refuses_at_the_limit)
+{
+	const std::string counter = "pglease:token:" + resource();
+	ASSERT_TRUE(server.raw({"SET", counter, "9007199254740989"})); // 2^53 - 3
+	for (std::int64_t want : {9007199254740990LL, 9007199254740991LL}) {
+		auto lease = locker->try_acquire(resource(), opts(10s));
+		ASSERT_TRUE(lease) << lease.error();
+		EXPECT_EQ(lease->token(), want);
+		ASSERT_TRUE(lease->release());
+	}
+	auto at_limit = locker->try_acquire(resource(), opts(10s));
+	ASSERT_FALSE(at_limit) << "token " << at_limit->token() << " above 2^53-1 is not exact";
+	EXPECT_EQ(at_limit.error().code, Errc::internal) << at_limit.error();
+	EXPECT_NE(at_limit.error().message.find("9007199254740991"), std::string::npos) << at_limit.error();
+	EXPECT_FALSE(server.exists("pglease:lock:" + resource())) << "a refusal left a lock behind";
+	auto after = server.raw({"GET", counter});
+	ASSERT_TRUE(after);
+	EXPECT_EQ(after->text, "9007199254740991");
+}
+
+TEST_F(RedisLocker, holder_or_resource_with_a_nul_byte_is_refused_and_nothing_is_written)
+{
+	// the acquire script's value is "<token>:<holder>": a NUL must never
+	// make "job\0A" and "job" one holder
+	auto o = opts(10s);
+	o.holder = std::string("job\0A", 5);
+	auto lease = locker->try_acquire(resource(), o);
+	ASSERT_FALSE(lease);
+	EXPECT_EQ(lease.error().code, Errc::invalid_argument) << lease.error();
+	auto nul_name = locker->try_acquire(resource() + std::string("\0-eu", 4), opts(10s));
+	ASSERT_FALSE(nul_name);
+	EXPECT_EQ(nul_name.error().code, Errc::invalid_argument) << nul_name.error();
+	EXPECT_FALSE(server.exists("pglease:lock:" + resource()));
+	EXPECT_FALSE(server.exists("pglease:token:" + resource()));
+	auto keys = server.raw({"DBSIZE"});
+	ASSERT_TRUE(keys);
+	EXPECT_EQ(keys->integer, 0) << "a refused acquire wrote a key";
+}
+
+TEST_F(RedisLocker, wait_of_milliseconds_max_waits_for_the_release)
+{
+	auto held = locker->acquire(resource(), opts(10s));
+	ASSERT_TRUE(held) << held.error();
+	auto t0 = Clock::now();
+	auto waiter = std::async(std::launch::async,
+	                         [&] { return locker->acquire(resource(), opts(10s, milliseconds::max())); });
+	std::this_thread::sleep_for(1s);
+	ASSERT_TRUE(held->release());
+	auto granted = waiter.get();
+	auto took = ms_since(t0);
+	ASSERT_TRUE(granted) << "after " << took << " ms: " << granted.error();
+	EXPECT_GE(took, 900) << "granted before the release";
+	EXPECT_GT(granted->token(), held->token());
+}
+
+TEST_F(RedisLocker, ttl_of_1000_years_stays_valid_and_one_above_2_pow_53_ms_is_refused_naming_the_maximum)
+{
+	auto o = opts(thousand_years);
+	o.auto_renew = false;
+	auto lease = locker->acquire(resource(), o);
+	ASSERT_TRUE(lease) << lease.error();
+	EXPECT_TRUE(lease->valid()) << "a 1000-year lease must not be expired at once";
+	EXPECT_GT(lease->remaining(), std::chrono::hours{24 * 365 * 100}) << "saturates at the clock's end";
+	auto pttl = server.raw({"PTTL", "pglease:lock:" + resource()});
+	ASSERT_TRUE(pttl && pttl->is_integer());
+	EXPECT_GT(pttl->integer, thousand_years.count() - 60000) << "extended to the full TTL on the server";
+	ASSERT_TRUE(lease->release());
+
+	auto at_max = locker->try_acquire(resource(), opts(redis_max_ttl));
+	ASSERT_TRUE(at_max) << "2^53-1 ms is the documented maximum: " << at_max.error();
+	EXPECT_TRUE(at_max->valid());
+	ASSERT_TRUE(at_max->release());
+
+	for (milliseconds ttl : {redis_max_ttl + 1ms, milliseconds::max()}) {
+		auto refused = locker->try_acquire(resource(), opts(ttl));
+		ASSERT_FALSE(refused) << ttl.count();
+		EXPECT_EQ(refused.error().code, Errc::invalid_argument) << refused.error();
+		EXPECT_NE(refused.error().message.find("9007199254740991ms"), std::string::npos) << refused.error();
+	}
+	auto by_token = locker->renew(resource(), 1, milliseconds::max());
+	ASSERT_FALSE(by_token);
+	EXPECT_EQ(by_token.error().code, Errc::invalid_argument) << by_token.error();
+}
+
+TEST_F(RedisLocker, database_the_server_does_not_have_is_invalid_argument)
+{
+	// redis.sh's servers have the default 16 databases: /16 parses (a
+	// server may have more) and the first call says it does not exist
+	auto r = pglease::connect("redis://127.0.0.1:" + std::to_string(single_port) + "/16", quick_backoff());
+	ASSERT_TRUE(r) << r.error();
+	auto lease = (*r)->try_acquire(resource(), opts(10s));
+	ASSERT_FALSE(lease);
+	EXPECT_EQ(lease.error().code, Errc::invalid_argument) << lease.error();
+	EXPECT_FALSE(pglease::is_retryable(lease.error()));
+	EXPECT_NE(lease.error().message.find("database 16"), std::string::npos) << lease.error();
+	auto in_15 =
+	    pglease::connect("redis://127.0.0.1:" + std::to_string(single_port) + "/15", quick_backoff());
+	ASSERT_TRUE(in_15) << in_15.error();
+	auto granted = (*in_15)->try_acquire(resource(), opts(10s));
+	EXPECT_TRUE(granted) << granted.error();
+}
+
+TEST_F(RedisLocker, frozen_server_bounds_each_call_by_one_statement_grace)
+{
+	// a failure on a pooled connection bought a second full timeout on a
+	// fresh one (a frozen server still accepts connections): 2 x grace
+	const long long grace = pglease::ClientOptions{}.statement_grace.count();
+	const long long bound = grace + 1500;
+	pid_t pid = server.pid();
+	ASSERT_GT(pid, 0);
+	auto o = opts(60s);
+	o.auto_renew = false;
+	o.allow_nested_try = true; // this thread holds `lease` while it warms the pool
+	auto lease = locker->acquire(resource(), o);
+	ASSERT_TRUE(lease) << lease.error();
+	auto by_token = locker->acquire(resource() + "/token", o);
+	ASSERT_TRUE(by_token) << by_token.error();
+	const std::int64_t token = by_token->detach();
+
+	// warm -- a pooled connection for the next call (the node may be in backoff after a thaw)
+	auto warm = [&] {
+		ASSERT_TRUE(
+		    eventually([&] { return static_cast<bool>(locker->try_acquire(resource() + "/warm", o)); }, 3s))
+		    << "the server did not come back";
+	};
+	struct Call {
+		const char *name;
+		std::function<bool()> run; // true: failed as it must with the server frozen
+	};
+	const Call calls[] = {
+	    {"Lease::renew", [&] { return !lease->renew(); }},
+	    {"Locker::renew(token)", [&] { return !locker->renew(resource() + "/token", token, 60s); }},
+	    {"Locker::release(token)", [&] { return !locker->release(resource() + "/token", token); }},
+	    {"Lease::release", [&] { return !lease->release(); }},
+	};
+	for (const Call &call : calls) {
+		warm();
+		Frozen frozen({pid});
+		bool failed = false;
+		auto took = timed([&] { failed = call.run(); });
+		frozen.thaw();
+		EXPECT_TRUE(failed) << call.name << " succeeded on a frozen server";
+		EXPECT_LE(took, bound) << call.name << " took " << took << " ms, grace " << grace << " ms";
+		std::cout << call.name << " on a frozen server: " << took << " ms (grace " << grace << " ms)\n";
+	}
+}
+
+TEST_F(RedisLocker, acquire_timed_out_on_a_frozen_server_leaves_no_lasting_lock)
+{
+	// the server runs the queued acquire when it resumes, after the caller
+	// gave up: it must not hold a 60 s lock under a holder nobody knows
+	const long long grace = pglease::ClientOptions{}.statement_grace.count();
+	pid_t pid = server.pid();
+	ASSERT_GT(pid, 0);
+	ASSERT_TRUE(locker->try_acquire(resource() + "/warm", opts(1s))); // a pooled connection
+	Frozen frozen({pid});
+	pglease::Result<pglease::Lease> lost = pglease::Error{};
+	auto took = timed([&] { lost = locker->try_acquire(resource(), opts(60s)); });
+	ASSERT_FALSE(lost) << "granted by a frozen server";
+	EXPECT_EQ(lost.error().code, Errc::unavailable) << lost.error();
+	EXPECT_LE(took, grace + 1500) << "try_acquire took " << took << " ms, grace " << grace << " ms";
+	auto thawed_at = Clock::now();
+	frozen.thaw();
+
+	auto other = connect_or_fail(redis_url());
+	std::optional<pglease::Lease> taken;
+	eventually(
+	    [&] {
+		    auto l = other->try_acquire(resource(), opts(10s));
+		    if (l)
+			    taken.emplace(std::move(*l));
+		    return taken.has_value();
+	    },
+	    milliseconds{grace + 1500}, 50ms);
+	auto free_after = ms_since(thawed_at);
+	ASSERT_TRUE(taken) << "the timed-out acquire left a lock for more than grace + 1.5 s after the thaw";
+	EXPECT_LE(free_after, grace + 1500);
+	std::cout << "frozen try_acquire: " << took << " ms; the resource was free again " << free_after
+	          << " ms after the thaw (grace " << grace << " ms)\n";
+}
+
 // ---- redlock:// -----------------------------------------------------------------
 
 TEST_F(RedlockLocker, connect_gives_the_redlock_locker_without_tokens)
@@ -434,4 +750,79 @@ TEST_F(RedlockLocker, two_nodes_of_three_down_is_not_granted_promptly)
 	auto back = eventually([&] { return static_cast<bool>(locker->try_acquire(resource(), opts(2s))); }, 2s);
 	EXPECT_TRUE(back)
 	    << "not granted once a majority is back (the minority's partial grant must have been undone)";
+}
+
+TEST_F(RedlockLocker, wait_of_milliseconds_max_waits_for_the_release)
+{
+	auto held = locker->acquire(resource(), opts(10s));
+	ASSERT_TRUE(held) << held.error();
+	auto t0 = Clock::now();
+	auto waiter = std::async(std::launch::async,
+	                         [&] { return locker->acquire(resource(), opts(10s, milliseconds::max())); });
+	std::this_thread::sleep_for(500ms);
+	ASSERT_TRUE(held->release());
+	auto granted = waiter.get();
+	auto took = ms_since(t0);
+	ASSERT_TRUE(granted) << "after " << took << " ms: " << granted.error();
+	EXPECT_GE(took, 400) << "granted before the release";
+}
+
+TEST_F(RedlockLocker, ttl_of_1000_years_stays_valid_and_one_above_2_pow_53_ms_is_refused_naming_the_maximum)
+{
+	auto o = opts(thousand_years);
+	o.auto_renew = false;
+	auto lease = locker->acquire(resource(), o);
+	ASSERT_TRUE(lease) << lease.error();
+	EXPECT_TRUE(lease->valid()) << "a 1000-year lease must not be expired at once";
+	EXPECT_GT(lease->remaining(), std::chrono::hours{24 * 365 * 100});
+	auto renewed = lease->renew();
+	EXPECT_TRUE(renewed) << renewed.error();
+	EXPECT_TRUE(lease->valid()) << "still valid after a renewal";
+	ASSERT_TRUE(lease->release());
+	for (milliseconds ttl : {redis_max_ttl + 1ms, milliseconds::max()}) {
+		auto refused = locker->try_acquire(resource(), opts(ttl));
+		ASSERT_FALSE(refused) << ttl.count();
+		EXPECT_EQ(refused.error().code, Errc::invalid_argument) << refused.error();
+		EXPECT_NE(refused.error().message.find("9007199254740991ms"), std::string::npos) << refused.error();
+	}
+}
+
+TEST_F(WideRedlockLocker, frozen_nodes_bound_each_call_by_one_round_not_one_timeout_per_node)
+{
+	// per-node timeout min(50 ms, ttl/10) = 50 ms; a pooled connection that
+	// failed also bought a second timeout on a fresh one
+	const long long per_node = 50, slack = 200;
+	auto o = opts(10s);
+	o.auto_renew = false;
+	o.allow_nested_try = true; // this thread holds `lease` while it warms the pools
+	auto lease = locker->acquire(resource(), o);
+	ASSERT_TRUE(lease) << lease.error();
+	auto warm = [&] {
+		ASSERT_TRUE(
+		    eventually([&] { return static_cast<bool>(locker->try_acquire(resource() + "/warm", o)); }, 3s))
+		    << "the nodes did not come back";
+	};
+	struct Call {
+		const char *name;
+		long long rounds;
+		std::function<bool()> run; // true: failed as it must with every node frozen
+	};
+	const Call calls[] = {
+	    {"Lease::renew", 1, [&] { return !lease->renew(); }},
+	    {"try_acquire", 2, [&] { return !locker->try_acquire(resource() + "/other", o); }},
+	    {"Lease::release", 1, [&] { return !lease->release(); }},
+	};
+	for (const Call &call : calls) {
+		warm();
+		Frozen frozen(pids);
+		bool failed = false;
+		auto took = timed([&] { failed = call.run(); });
+		frozen.thaw();
+		EXPECT_TRUE(failed) << call.name << " succeeded with every node frozen";
+		EXPECT_LE(took, call.rounds * per_node + slack)
+		    << call.name << " took " << took << " ms with " << pids.size() << " nodes frozen";
+		std::cout << call.name << " with " << pids.size() << " of " << pids.size()
+		          << " nodes frozen: " << took << " ms (" << call.rounds << " round(s) of " << per_node
+		          << " ms)\n";
+	}
 }

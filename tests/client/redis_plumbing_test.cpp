@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -393,6 +394,13 @@ TEST(RedisUrl, accepts_one_redis_node_and_three_or_more_redlock_nodes)
 	ASSERT_EQ(three->nodes.size(), 3u);
 	EXPECT_EQ(to_string(three->nodes[2]), "c:3");
 
+	auto highest_db = parse_url("redis://h:1/2147483646");
+	ASSERT_TRUE(highest_db) << "redis.conf's databases may be up to INT_MAX: " << highest_db.error();
+	EXPECT_EQ(highest_db->db, 2147483646);
+	for (const char *ok :
+	     {"redis://my-host_1.example.com:1", "redis://[fe80::1%eth0]:1", "redis://[::ffff:1.2.3.4]:1"})
+		EXPECT_TRUE(parse_url(ok)) << ok << ": " << parse_url(ok).error();
+
 	auto four = parse_url("redlock://a:1,b:2,c:3,d:4/2");
 	ASSERT_TRUE(four) << "even node counts are allowed: " << four.error();
 	EXPECT_EQ(four->nodes.size(), 4u);
@@ -417,6 +425,18 @@ TEST(RedisUrl, rejects_malformed_urls_with_what_is_wrong)
 	    {"redis://h:1/x", "database"},
 	    {"redis://h:1,g:2", "use redlock://"},
 	    {"redis://user:pw@h:1", "credentials"},
+	    {"redis://a b:1", "host \"a b\""},
+	    {"redis://127.0.0.1 :47201", "host \"127.0.0.1 \""},
+	    {"redis:// h:1", "host"},
+	    {"redis://h\t:1", "host"},
+	    {"redis://h\xc3\xa9:1", "host"},
+	    {"redis://[not v6]:1", "IPv6"},
+	    {"redis://[127.0.0.1]:1", "IPv6"},
+	    {"redlock://a:1,b c:2,d:3", "host \"b c\""},
+	    {"redis://h:1/2147483647", "database"},
+	    {"redis://h:1/99999999999", "database"},
+	    {"redis://h:1/-1", "database"},
+	    {"redis://h:1/1/2", "database"},
 	    {"redis://h:1?timeout=3", "query"},
 	    {"redis://::1:6379", "brackets"},
 	    {"redis://[::1:6379", "unterminated"},
@@ -438,5 +458,31 @@ TEST(RedisUrl, rejects_malformed_urls_with_what_is_wrong)
 		EXPECT_EQ(target.error().code, Errc::invalid_argument) << c.url;
 		EXPECT_NE(target.error().message.find(c.says), std::string::npos)
 		    << c.url << ": message \"" << target.error().message << "\" should say \"" << c.says << "\"";
+	}
+}
+
+TEST(RedisUrl, no_error_message_shows_a_password)
+{
+	// credentials are refused (no AUTH yet), but a message quoting the URL
+	// would print the password to a log or a terminal
+	const char *urls[] = {
+	    "redis://alice:s3cr3tPW@127.0.0.1:6400", "redis://:s3cr3tPW@127.0.0.1:6400/2",
+	    "redis://s3cr3tPW@127.0.0.1:6400",       "redis://alice:s3cr3tPW@127.0.0.1",
+	    "redis://alice:s3cr3tPW@:6400",          "redis://alice:s3cr3tPW@h:0",
+	    "redis://alice:s3/cr3tPW@h:1/0",         "redis://alice:s3,cr3tPW@h:1",
+	    "redis://alice:s3@cr3tPW@h:1",           "redis://alice:s3cr3tPW@h:1?x=1",
+	    "redis://h:1?password=s3cr3tPW",         "redis://h:1#s3cr3tPW",
+	    "redlock://alice:s3cr3tPW@a:1,b:2,c:3",  "redlock://a:1,alice:s3cr3tPW@b:2,c:3",
+	    "rediss://alice:s3cr3tPW@h:1",
+	};
+	for (const char *url : urls) {
+		auto target = parse_url(url);
+		ASSERT_FALSE(target) << url << " was accepted";
+		EXPECT_EQ(target.error().code, Errc::invalid_argument) << target.error();
+		const std::string &m = target.error().message;
+		for (const char *piece : {"s3cr3tPW", "s3cr3", "cr3tPW", "s3/", "s3,", "s3@"})
+			EXPECT_EQ(m.find(piece), std::string::npos)
+			    << url << ": the message shows \"" << piece << "\": " << m;
+		std::cout << url << " -> " << m << "\n";
 	}
 }

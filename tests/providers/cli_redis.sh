@@ -4,7 +4,9 @@
 # redis-servers (scripts/redis.sh, ports 56410-56413): the command runs with
 # PGLEASE_TOKEN, a held resource exits 75 after --wait, a lease lost because
 # the server stopped exits 76, renew/release by token work for Redis and are
-# refused for Redlock (no tokens).
+# refused for Redlock (no tokens); issue 19: no password is ever printed, a
+# missing database and a TTL above the maximum are usage errors (64), and
+# durations near the clock's end (2600000h) work.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/tests/lib/checks.sh"
@@ -61,6 +63,34 @@ out="$("$PGLEASE" run --dsn "$LOCK" --resource cli/rl --ttl 5s -- sh -c 'echo "$
 expect "redlock_run_token_is_0" "output '$out'" '[ "$out" = 0 ]'
 rc=0; "$PGLEASE" acquire --dsn "$LOCK" --resource cli/rl --ttl 5s >/dev/null 2>&1 || rc=$?
 expect "redlock_acquire_by_token_refused_64" "exit $rc" '[ "$rc" -eq 64 ]'
+
+# issue 19: a password in the URL is refused (no AUTH yet) without being
+# printed; a database the server does not have is a usage error, not internal
+n=0
+for dsn in 'redis://alice:s3cr3tPW@127.0.0.1:56410' 'redis://s3cr3tPW@127.0.0.1:56410/2' \
+	'redis://alice:s3/cr3tPW@127.0.0.1:56410' \
+	'redlock://alice:s3cr3tPW@127.0.0.1:56411,127.0.0.1:56412,127.0.0.1:56413'; do
+	n=$((n + 1))
+	rc=0; msg="$("$PGLEASE" run --dsn "$dsn" --resource cli/pw --ttl 5s -- true 2>&1)" || rc=$?
+	expect "password_never_printed_$n" "exit $rc: $msg" '[ "$rc" -eq 64 ] && ! grep -qE "s3cr3|cr3tPW" <<<"$msg"'
+done
+rc=0; msg="$("$PGLEASE" run --dsn "$URL/16" --resource cli/db --ttl 5s -- true 2>&1)" || rc=$?
+expect "redis_missing_database_exits_64" "exit $rc: $msg" '[ "$rc" -eq 64 ] && grep -q "database 16" <<<"$msg"'
+
+# issue 19: durations near the clock's end (2600000h is about 297 years)
+rc=0; "$PGLEASE" run --dsn "$URL" --resource cli/long --ttl 2600000h -- sleep 0.5 2>/dev/null || rc=$?
+expect "redis_run_ttl_2600000h_exits_0" "exit $rc" '[ "$rc" -eq 0 ]'
+rc=0; msg="$("$PGLEASE" run --dsn "$URL" --resource cli/long --ttl 9007199254741s -- true 2>&1)" || rc=$?
+expect "redis_ttl_above_max_exits_64_naming_it" "exit $rc: $msg" '[ "$rc" -eq 64 ] && grep -q 9007199254740991ms <<<"$msg"'
+"$PGLEASE" run --dsn "$URL" --resource cli/huge-wait --ttl 5s -- sleep 1 &
+holder=$!
+sleep 0.3
+rc=0
+start=$(date +%s%N)
+"$PGLEASE" run --dsn "$URL" --resource cli/huge-wait --ttl 5s --wait 2600000h -- true 2>/dev/null || rc=$?
+took=$((($(date +%s%N) - start) / 1000000))
+expect "redis_run_wait_2600000h_waits_for_the_release" "exit $rc after $took ms" '[ "$rc" -eq 0 ] && [ "$took" -ge 400 ]'
+wait "$holder"
 
 # an unknown scheme is a usage error naming it
 rc=0; msg="$("$PGLEASE" run --dsn foo://x --resource cli/x --ttl 5s -- true 2>&1)" || rc=$?

@@ -229,6 +229,14 @@ Connection::connect() noexcept
 				return selected.error();
 			if (selected->is_error()) {
 				Error error = error_from_reply(*selected, endpoint_);
+				// the URL's /db is not a database of this server
+				// (databases in redis.conf, 16 by default): the
+				// request is wrong, retrying will not help
+				if (selected->text.find("out of range") != std::string::npos)
+					error = Error{Errc::invalid_argument, "",
+					              "redis " + to_string(endpoint_) + ": database " + db +
+					                  " does not exist on this server (" + selected->text +
+					                  "; see databases in redis.conf)"};
 				context_.reset();
 				return error;
 			}
@@ -307,9 +315,28 @@ Connection::command(const std::vector<std::string_view> &argv) noexcept
 	return run(argv.data(), argv.size());
 }
 
+// until -- bound the next command by what is left before deadline (no bound
+// for time_point::max()); Errc::unavailable when nothing is left
+Result<void>
+Connection::until(Clock::time_point deadline) noexcept
+{
+	if (deadline == Clock::time_point::max())
+		return {};
+	auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+	if (left <= milliseconds{0}) {
+		try {
+			return Error{Errc::unavailable, "",
+			             "redis " + to_string(endpoint_) + ": no time left for the command"};
+		} catch (const std::bad_alloc &) {
+			return out_of_memory();
+		}
+	}
+	return set_command_timeout(left);
+}
+
 Result<Reply>
 Connection::eval(const Script &script, const std::vector<std::string_view> &keys,
-                 const std::vector<std::string_view> &args) noexcept
+                 const std::vector<std::string_view> &args, Clock::time_point deadline) noexcept
 {
 	try {
 		std::string numkeys = std::to_string(keys.size());
@@ -320,9 +347,15 @@ Connection::eval(const Script &script, const std::vector<std::string_view> &keys
 		argv.push_back(numkeys);
 		argv.insert(argv.end(), keys.begin(), keys.end());
 		argv.insert(argv.end(), args.begin(), args.end());
+		if (auto ok = until(deadline); !ok)
+			return ok.error();
 		auto reply = command(argv);
 		if (!reply || !reply->is_error() || !starts_with(reply->text, "NOSCRIPT"))
 			return reply;
+		// the EVAL gets what the EVALSHA left of the deadline, not a
+		// second full timeout
+		if (auto ok = until(deadline); !ok)
+			return ok.error();
 		argv[0] = "EVAL";
 		argv[1] = script.source();
 		return command(argv);

@@ -99,14 +99,19 @@ public:
 
 	/// EVALSHA the script; on NOSCRIPT (never loaded, or SCRIPT FLUSH, or a
 	/// restart) EVAL it, which also caches it on the server for the next time.
+	/// Both together end by deadline (each command gets what is left;
+	/// time_point::max(): each gets the command timeout).
 	[[nodiscard]] Result<Reply> eval(const Script &script, const std::vector<std::string_view> &keys,
-	                                 const std::vector<std::string_view> &args) noexcept;
+	                                 const std::vector<std::string_view> &args,
+	                                 std::chrono::steady_clock::time_point deadline =
+	                                     std::chrono::steady_clock::time_point::max()) noexcept;
 
 private:
 	friend class Subscriber;
 	Connection(Endpoint endpoint, Timeouts timeouts, int db) noexcept;
 	Result<void> connect() noexcept;
 	Result<Reply> run(const std::string_view *argv, std::size_t argc) noexcept;
+	Result<void> until(std::chrono::steady_clock::time_point deadline) noexcept;
 	Error io_error(std::string_view what) noexcept;
 
 	Endpoint endpoint_;

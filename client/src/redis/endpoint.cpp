@@ -3,6 +3,8 @@
 #include "redis/endpoint.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <limits>
 #include <new>
 
 namespace pglease::detail::redis {
@@ -13,10 +15,32 @@ constexpr std::string_view redis_scheme = "redis://";
 constexpr std::string_view redlock_scheme = "redlock://";
 constexpr std::size_t redlock_min_nodes = 3;
 
+// masked -- the URL as an error message may show it: never a password.  What
+// lies between the scheme and the last '@' is userinfo (a password may hold
+// '/', ':' or ',', so no other delimiter is trusted) and becomes "***"; a
+// query or fragment (which may carry password=...) becomes "?***".
+std::string
+masked(std::string_view url)
+{
+	std::string_view scheme;
+	if (auto sep = url.find("://"); sep != std::string_view::npos) {
+		scheme = url.substr(0, sep + 3);
+		url.remove_prefix(sep + 3);
+	}
+	std::string out{scheme};
+	if (auto at = url.rfind('@'); at != std::string_view::npos) {
+		out += "***@";
+		url.remove_prefix(at + 1);
+	}
+	if (auto query = url.find_first_of("?#"); query != std::string_view::npos)
+		return out + std::string(url.substr(0, query + 1)) + "***";
+	return out + std::string(url);
+}
+
 Error
 bad_url(std::string_view url, const std::string &what)
 {
-	return Error{Errc::invalid_argument, "", "invalid Redis URL \"" + std::string(url) + "\": " + what};
+	return Error{Errc::invalid_argument, "", "invalid Redis URL \"" + masked(url) + "\": " + what};
 }
 
 // parse_decimal -- a non-empty run of digits no larger than max, else -1
@@ -34,6 +58,32 @@ parse_decimal(std::string_view s, long max)
 	return value <= max ? value : -1;
 }
 
+// bad_host -- what is wrong with a host, or "" when it can be one: a DNS name
+// or IPv4 address (letters, digits, '.', '-', '_'; at most 253 bytes), or
+// inside brackets an IPv6 address (hex digits, ':', '.', and a %zone of the
+// name characters).  Anything else (a space, say) could never be resolved:
+// refused here rather than failing every call as unavailable.
+std::string
+bad_host(std::string_view host, bool bracketed)
+{
+	if (host.size() > 253)
+		return "is longer than 253 bytes";
+	bool zone = false;
+	for (char c : host) {
+		bool name = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+		            c == '-' || c == '_';
+		if (bracketed && !zone && c == '%')
+			zone = true;
+		else if (bracketed && !zone && c != ':' && !std::isxdigit(static_cast<unsigned char>(c)) && c != '.')
+			return "is not an IPv6 address";
+		else if ((!bracketed || zone) && !name)
+			return "has a character a host name cannot have (letters, digits, '.', '-' and '_' only)";
+	}
+	if (bracketed && host.find(':') == std::string_view::npos)
+		return "is not an IPv6 address (write a name or an IPv4 address without brackets)";
+	return "";
+}
+
 // parse_node -- "host:port" or "[v6]:port" into an Endpoint, or what is wrong
 Result<Endpoint>
 parse_node(std::string_view url, std::string_view node)
@@ -42,7 +92,8 @@ parse_node(std::string_view url, std::string_view node)
 		return bad_url(url, "empty node (two commas in a row, or a trailing comma?)");
 	std::string_view host;
 	std::string_view rest;
-	if (node.front() == '[') {
+	const bool bracketed = node.front() == '[';
+	if (bracketed) {
 		auto close = node.find(']');
 		if (close == std::string_view::npos)
 			return bad_url(url, "unterminated [ in \"" + std::string(node) + "\"");
@@ -63,6 +114,8 @@ parse_node(std::string_view url, std::string_view node)
 	}
 	if (host.empty())
 		return bad_url(url, "empty host in \"" + std::string(node) + "\"");
+	if (auto bad = bad_host(host, bracketed); !bad.empty())
+		return bad_url(url, "host \"" + std::string(host) + "\" " + bad);
 	if (rest.empty())
 		return bad_url(url, "missing port in \"" + std::string(node) + "\"");
 	long port = parse_decimal(rest, 65535);
@@ -84,6 +137,9 @@ parse(std::string_view url)
 	} else {
 		return bad_url(url, "the scheme must be redis:// or redlock://");
 	}
+	// before anything quotes a part of the URL: userinfo may hold a password
+	if (rest.find('@') != std::string_view::npos)
+		return bad_url(url, "credentials in the URL are not supported (no AUTH yet)");
 	if (rest.find_first_of("?#") != std::string_view::npos)
 		return bad_url(url, "query strings and fragments are not supported");
 	auto slash = rest.find('/');
@@ -91,14 +147,18 @@ parse(std::string_view url)
 	if (slash != std::string_view::npos) {
 		std::string_view db = rest.substr(slash + 1);
 		if (!db.empty()) {
-			long n = parse_decimal(db, 1000000);
+			// SELECT takes 0 .. databases-1, and redis.conf's databases
+			// is at most INT_MAX: a larger index can never exist.  Which
+			// ones exist depends on the server (16 by default), so the
+			// server's "DB index is out of range" is judged at the first
+			// call (Errc::invalid_argument, redis/connection.cpp).
+			long n = parse_decimal(db, std::numeric_limits<int>::max() - 1L);
 			if (n < 0)
-				return bad_url(url, "database \"" + std::string(db) + "\" is not a non-negative number");
+				return bad_url(url, "database \"" + std::string(db) + "\" is not a number from 0 to " +
+				                        std::to_string(std::numeric_limits<int>::max() - 1L));
 			target.db = static_cast<int>(n);
 		}
 	}
-	if (authority.find('@') != std::string_view::npos)
-		return bad_url(url, "credentials in the URL are not supported");
 	if (authority.empty())
 		return bad_url(url, "no host:port");
 

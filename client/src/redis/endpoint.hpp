@@ -3,14 +3,21 @@
 //
 // Decisions the parser enforces:
 // - a port is required (no silent 6379) and must be 1-65535; a host must not be
-//   empty; an IPv6 address is written in brackets, redis://[::1]:6400;
+//   empty and is a DNS name or IPv4 address (letters, digits, '.', '-', '_'),
+//   or an IPv6 address written in brackets, redis://[::1]:6400: a host with a
+//   space could never be reached, so it is refused here, not at every call;
 // - redis:// names exactly one node, redlock:// names three or more distinct
 //   nodes.  Even counts are accepted: Redlock's majority is N/2+1, so four
 //   nodes need three grants and tolerate one failure, like three nodes do
 //   (allowed, merely no gain).  A node named twice is refused: it would vote twice;
-// - an optional /db (a decimal database number) applies to every node;
+// - an optional /db (a decimal database number, 0 to INT_MAX-1: redis.conf's
+//   databases is at most INT_MAX) applies to every node; whether the server
+//   has that database is known at the first call, which then answers
+//   Errc::invalid_argument;
 // - credentials (user:password@), query strings and fragments are not
-//   supported yet and are refused rather than ignored.
+//   supported yet and are refused rather than ignored;
+// - no message quotes a password: the URL is shown with its userinfo and its
+//   query masked ("redis://***@host:port", "?***").
 #pragma once
 
 #include <string>

@@ -6,11 +6,20 @@
 // compare-and-DEL to release, each one Lua script so the compare and the
 // write are atomic.
 //
-// Token: the acquire script does the SET NX PX and, only when it succeeds,
-// INCR of a per-resource counter that is never deleted; the value of the
-// lock key is "<token>:<holder>".  The counter is as durable as the node's
-// data: monotonic across restarts only with AOF and appendfsync always (a
-// node restarted without its data starts counting again at 1).
+// Token: the acquire script checks everything first (the lock is free, the
+// counter is sound) and only then INCRs a per-resource counter that is never
+// deleted and SETs the lock key to "<token>:<holder>"; a refusal writes
+// nothing.  Tokens are exact integers up to 2^53-1 (the script's numbers are
+// Lua doubles): a counter that is not an integer from 0 to 2^53-2 is damaged
+// server state, refused with Errc::internal naming the key, never a token
+// that repeats or goes down.  The counter is as durable as the node's data:
+// monotonic across restarts only with AOF and appendfsync always (a node
+// restarted without its data starts counting again at 1).
+//
+// Bounds: TTLs up to 2^53-1 ms (max_ttl); acquire returns within wait +
+// statement_grace, renew and release within statement_grace; an acquire
+// whose reply is lost leaves a lock of at most min(ttl, statement_grace)
+// (see RedisLocker).
 //
 // Keys (not hash-tagged: one node, no Redis Cluster):
 //   pglease:lock:<resource>      the grant, "<token>:<holder>", PX ttl
@@ -21,6 +30,7 @@
 // with a new expiry (as the PostgreSQL provider does), so an acquire retried
 // after a lost reply does not wait for itself.  Waiting: retries with
 // jittered backoff, woken early by the release's PUBLISH; not FIFO.
+#include <algorithm>
 #include <optional>
 #include <thread>
 
@@ -37,23 +47,48 @@ using redis::Reply;
 using redis::Script;
 
 // KEYS: lock, counter.  ARGV: holder, ttl (ms).
-// > 0: the token granted (or the holder's own, renewed); <= 0: held by
-// another holder, -(its PTTL in ms).
+// > 0: the token granted (or the holder's own, its expiry set to ttl); <= 0:
+// held by another holder, -(its PTTL in ms).  Every check comes before the
+// first write, so a refusal (an error reply) changes nothing.  The counter
+// goes through Lua numbers (doubles), exact only up to 2^53-1: it must be
+// absent or a decimal integer from 0 to 2^53-2 (the next token then is at
+// most 2^53-1), else PGLEASE_COUNTER: a damaged or hostile counter (abc,
+// 5.5, -3, 9007199254740993) must never hand out a token that repeats or
+// goes down.  INCR then cannot fail, and its result is exact.
 const Script acquire_script{R"lua(
+local limit = 9007199254740991
+local function token_of(s)
+	if s == '0' then return 0 end
+	if #s > 16 or not string.find(s, '^[1-9]%d*$') then return nil end
+	local n = tonumber(s)
+	if n > limit then return nil end
+	return n
+end
 local current = redis.call('GET', KEYS[1])
 if current then
 	local sep = string.find(current, ':', 1, true)
 	if sep and string.sub(current, sep + 1) == ARGV[1] then
+		local token = token_of(string.sub(current, 1, sep - 1))
+		if not token or token < 1 then
+			return redis.error_reply('PGLEASE_LOCK holds no token')
+		end
 		redis.call('PEXPIRE', KEYS[1], ARGV[2])
-		return tonumber(string.sub(current, 1, sep - 1))
+		return token
 	end
 	return -math.max(redis.call('PTTL', KEYS[1]), 1)
 end
-local token = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
-if not redis.call('SET', KEYS[1], string.format('%d:%s', token, ARGV[1]), 'NX', 'PX', ARGV[2]) then
-	return 0
+local raw = redis.call('GET', KEYS[2])
+if raw then
+	local last = token_of(raw)
+	if not last then
+		return redis.error_reply('PGLEASE_COUNTER ' .. (string.gsub(string.sub(raw, 1, 32), '[^%w%.%+%-]', '?')))
+	end
+	if last >= limit then
+		return redis.error_reply('PGLEASE_EXHAUSTED counter')
+	end
 end
-redis.call('INCR', KEYS[2])
+local token = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], string.format('%d', token) .. ':' .. ARGV[1], 'PX', ARGV[2])
 return token
 )lua"};
 
@@ -91,27 +126,75 @@ keys_of(std::string_view resource)
 	return Keys{"pglease:lock:" + r, "pglease:token:" + r, "pglease:released:" + r};
 }
 
+// The longest TTL: 2^53-1 ms (about 285,000 years).  PX takes a signed
+// 64-bit count of ms, but the acquire script answers a holder's PTTL
+// through a Lua number, exact only up to 2^53-1; and every deadline of a
+// lease is computed with deadline_after, so even this one never overflows.
+constexpr milliseconds max_redis_ttl{(std::int64_t{1} << 53) - 1};
+// The largest token (the acquire script's limit): 2^53-1.
+constexpr std::int64_t max_token = (std::int64_t{1} << 53) - 1;
+
+// left_of -- what is left before deadline, at most cap (<= 0: nothing)
+milliseconds
+left_of(Clock::time_point deadline, milliseconds cap) noexcept
+{
+	if (deadline == Clock::time_point::max())
+		return cap;
+	return std::min(cap, std::chrono::ceil<milliseconds>(deadline - Clock::now()));
+}
+
+// script_error -- the Error for an error reply of a lock script: the
+// acquire script's own refusals name the key they found damaged (damaged
+// server state: Errc::internal, which is not retryable)
+Error
+script_error(const Reply &reply, const Node &node, const Keys &keys)
+{
+	std::string where = "redis " + to_string(node.endpoint()) + ": ";
+	std::string_view text = reply.text;
+	if (text.rfind("ERR ", 0) == 0) // what Redis puts before a one-word error_reply
+		text.remove_prefix(4);
+	if (text.rfind("PGLEASE_EXHAUSTED", 0) == 0)
+		return Error{
+		    Errc::internal, "",
+		    where + "the token counter " + keys.counter + " reached " + std::to_string(max_token) +
+		        " (2^53-1, the largest exact token): no higher token can be granted; nothing was changed"};
+	if (text.rfind("PGLEASE_COUNTER ", 0) == 0)
+		return Error{Errc::internal, "",
+		             where + "the token counter " + keys.counter + " holds \"" +
+		                 std::string{text.substr(16)} + "\", not an integer from 0 to " +
+		                 std::to_string(max_token - 1) +
+		                 " (damaged or foreign data); "
+		                 "nothing was changed, the lease is not granted until it is repaired"};
+	if (text.rfind("PGLEASE_LOCK", 0) == 0)
+		return Error{
+		    Errc::internal, "",
+		    where + "the lock " + keys.lock +
+		        " names this holder but no valid token (damaged or foreign data); nothing was changed"};
+	return redis::error_from_reply(reply, node.endpoint());
+}
+
 // integer_of -- the integer a script answered, or the Error it amounts to
 Result<long long>
-integer_of(const Result<Reply> &reply, const Node &node)
+integer_of(const Result<Reply> &reply, const Node &node, const Keys &keys)
 {
 	if (!reply)
 		return reply.error();
 	if (reply->is_error())
-		return redis::error_from_reply(*reply, node.endpoint());
+		return script_error(*reply, node, keys);
 	if (!reply->is_integer())
 		return Error{Errc::internal, "",
 		             "redis " + to_string(node.endpoint()) + ": a lock script answered no integer"};
 	return reply->integer;
 }
 
-// compare_and -- run renew_script or release_script for one grant; true: done
+// compare_and -- run renew_script or release_script for one grant within
+// timeout (0: the node's command timeout); true: done
 Result<bool>
-compare_and(Node &node, const Script &script, std::string_view lock_key, std::string_view match,
-            std::string_view mode, std::string_view last_arg) noexcept
+compare_and(Node &node, const Script &script, const Keys &keys, std::string_view match, std::string_view mode,
+            std::string_view last_arg, milliseconds timeout = {}) noexcept
 {
 	try {
-		auto done = integer_of(node.eval(script, {lock_key}, {match, mode, last_arg}), node);
+		auto done = integer_of(node.eval(script, {keys.lock}, {match, mode, last_arg}, timeout), node, keys);
 		if (!done)
 			return done.error();
 		return *done == 1;
@@ -120,38 +203,63 @@ compare_and(Node &node, const Script &script, std::string_view lock_key, std::st
 	}
 }
 
-// RedisGrant -- one grant: its value names it
+// RedisGrant -- one grant: its value names it.  A renewal ends by the grant's
+// local deadline: past it the lease is lost anyway, and a renewal still in
+// flight would only keep a lock nobody counts on.
 class RedisGrant final : public Grant {
 public:
-	RedisGrant(std::shared_ptr<Node> node, Keys keys, std::string value)
-	    : node_(std::move(node)), keys_(std::move(keys)), value_(std::move(value))
+	RedisGrant(std::shared_ptr<Node> node, Keys keys, std::string value, milliseconds grace,
+	           Clock::time_point valid_until)
+	    : node_(std::move(node)), keys_(std::move(keys)), value_(std::move(value)), grace_(grace),
+	      valid_until_(valid_until)
 	{
 	}
 
 	Result<bool> renew(milliseconds ttl) noexcept override
 	{
 		try {
-			return compare_and(*node_, renew_script, keys_.lock, value_, "value",
-			                   std::to_string(ttl.count()));
+			auto sent = Clock::now();
+			auto budget = left_of(valid_until_, grace_);
+			if (budget <= milliseconds{0})
+				return Error{Errc::lost, "", "the local deadline passed before the renewal"};
+			auto renewed = compare_and(*node_, renew_script, keys_, value_, "value",
+			                           std::to_string(ttl.count()), budget);
+			if (renewed && *renewed)
+				valid_until_ = deadline_after(sent, ttl);
+			return renewed;
 		} catch (...) {
 			return Error{Errc::internal, "", "out of memory"};
 		}
 	}
 	Result<bool> release() noexcept override
 	{
-		return compare_and(*node_, release_script, keys_.lock, value_, "value", keys_.channel);
+		return compare_and(*node_, release_script, keys_, value_, "value", keys_.channel);
 	}
 
 private:
 	std::shared_ptr<Node> node_;
 	Keys keys_;
 	std::string value_;
+	milliseconds grace_;
+	Clock::time_point valid_until_;
 };
 
-// RedisLocker -- acquire with the acquire script, wait on the release channel
+// RedisLocker -- acquire with the acquire script, wait on the release channel.
+//
+// Time bounds (ClientOptions::statement_grace, "grace"): acquire returns
+// within wait + grace, every other call within grace (one deadline per call
+// across reconnects and retries).  A lost reply: the acquire script grants
+// for min(ttl, grace) only, and the client extends that to ttl once it has
+// the reply; so an acquire the server runs after the caller gave up (a
+// frozen server that resumes) leaves a lock that expires within grace of
+// running, not one of the full TTL under a holder nobody knows.  The cost:
+// a TTL longer than grace takes a second round trip at acquire.
 class RedisLocker final : public LockerBase {
 public:
-	explicit RedisLocker(std::shared_ptr<Node> node) noexcept : node_(std::move(node)) {}
+	RedisLocker(std::shared_ptr<Node> node, milliseconds grace) noexcept
+	    : node_(std::move(node)), grace_(std::max(grace, milliseconds{1}))
+	{
+	}
 
 	Capabilities capabilities() const noexcept override
 	{
@@ -164,20 +272,21 @@ public:
 
 	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, milliseconds ttl) override
 	{
-		return compare_and(*node_, renew_script, keys_of(resource).lock, std::to_string(token) + ":", "token",
+		return compare_and(*node_, renew_script, keys_of(resource), std::to_string(token) + ":", "token",
 		                   std::to_string(ttl.count()));
 	}
 
 	Result<bool> release_by_token(std::string_view resource, std::int64_t token) override
 	{
 		Keys keys = keys_of(resource);
-		return compare_and(*node_, release_script, keys.lock, std::to_string(token) + ":", "token",
-		                   keys.channel);
+		return compare_and(*node_, release_script, keys, std::to_string(token) + ":", "token", keys.channel);
 	}
 
 	using LockerBase::constructed;
 
 protected:
+	milliseconds max_ttl() const noexcept override { return max_redis_ttl; }
+
 	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
 	                      const std::string &holder) override
 	{
@@ -188,46 +297,46 @@ protected:
 	}
 
 private:
-	// take -- the acquire script until granted or options.wait is over
+	// take -- the acquire script until granted or options.wait is over; the
+	// whole call ends by wait + grace
 	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
 	{
 		Keys keys = keys_of(resource);
-		const std::string ttl = std::to_string(options.ttl.count());
-		const auto give_up = Clock::now() + options.wait;
+		const auto start = Clock::now();
+		const auto give_up = deadline_after(start, options.wait);
+		const auto call_deadline = deadline_after(start, saturating_add(options.wait, grace_));
+		const milliseconds provisional = std::min(options.ttl, grace_);
+		const std::string provisional_ttl = std::to_string(provisional.count());
 		std::optional<redis::Subscriber> woken_by_release;
 		bool subscribed = false;
 		redis::RetryDelay delay{milliseconds{25}, milliseconds{1000}};
 		for (;;) {
+			auto budget = left_of(call_deadline, grace_);
+			if (budget <= milliseconds{0})
+				return not_granted(resource, options);
 			auto sent = Clock::now();
-			auto answer =
-			    integer_of(node_->eval(acquire_script, {keys.lock, keys.counter}, {holder, ttl}), *node_);
+			auto answer = integer_of(
+			    node_->eval(acquire_script, {keys.lock, keys.counter}, {holder, provisional_ttl}, budget),
+			    *node_, keys);
 			if (!answer)
 				return answer.error();
-			if (*answer > 0) {
-				Granted g;
-				g.token = *answer;
-				g.deadline = sent + options.ttl;
-				std::string value = std::to_string(*answer) + ":" + holder;
-				g.grant = std::make_unique<RedisGrant>(node_, std::move(keys), std::move(value));
-				return g;
-			}
+			if (*answer > 0)
+				return confirm(resource, std::move(keys), *answer, holder, options.ttl, provisional, sent,
+				               call_deadline);
 			auto now = Clock::now();
 			if (now >= give_up)
-				return Error{Errc::timeout, "",
-				             "lease \"" + std::string{resource} + "\" not granted within " +
-				                 format_duration(options.wait)};
+				return not_granted(resource, options);
 			if (!subscribed) {
 				// subscribe, then ask again at once: a release published
 				// between the first try and the subscription is not missed
 				subscribed = true;
-				if (auto sub = node_->subscribe(keys.channel))
+				if (auto sub = node_->subscribe(keys.channel, left_of(give_up, grace_)))
 					woken_by_release.emplace(std::move(*sub));
 				continue;
 			}
 			// wake for the release, the holder's expiry, or the next retry
 			auto holder_left = milliseconds{-*answer} + milliseconds{1};
-			auto pause =
-			    std::min({delay.next(*node_), holder_left, std::chrono::ceil<milliseconds>(give_up - now)});
+			auto pause = std::min({delay.next(*node_), holder_left, left_of(give_up, holder_left)});
 			auto wake = now + pause;
 			if (woken_by_release && woken_by_release->usable()) {
 				if (!woken_by_release->wait(pause))
@@ -237,7 +346,50 @@ private:
 		}
 	}
 
+	// confirm -- a grant of min(ttl, grace) extended to ttl (see the class
+	// comment); its local deadline counts from the request that set the TTL
+	Result<Granted> confirm(std::string_view resource, Keys keys, std::int64_t token,
+	                        const std::string &holder, milliseconds ttl, milliseconds provisional,
+	                        Clock::time_point sent, Clock::time_point call_deadline)
+	{
+		std::string value = std::to_string(token) + ":" + holder;
+		Granted g;
+		g.token = token;
+		g.deadline = deadline_after(sent, provisional);
+		if (ttl > provisional) {
+			auto extended_at = Clock::now();
+			auto budget = left_of(call_deadline, grace_);
+			Result<bool> extended =
+			    Error{Errc::unavailable, "", "no time left within wait + statement_grace"};
+			if (budget > milliseconds{0})
+				extended = compare_and(*node_, renew_script, keys, value, "value",
+				                       std::to_string(ttl.count()), budget);
+			if (!extended || !*extended) {
+				std::string why = extended ? std::string{"it expired first (the server answered too late)"}
+				                           : extended.error().message;
+				if (auto left = left_of(call_deadline, grace_); left > milliseconds{0})
+					(void)compare_and(*node_, release_script, keys, value, "value", keys.channel, left);
+				return Error{Errc::unavailable, "",
+				             "lease \"" + std::string{resource} + "\": token " + std::to_string(token) +
+				                 " was granted for " + format_duration(provisional) +
+				                 " but could not be extended to its ttl " + format_duration(ttl) + ": " +
+				                 why + " (the provisional grant expires by itself)"};
+			}
+			g.deadline = deadline_after(extended_at, ttl);
+		}
+		g.grant = std::make_unique<RedisGrant>(node_, std::move(keys), std::move(value), grace_, g.deadline);
+		return g;
+	}
+
+	static Error not_granted(std::string_view resource, const LeaseOptions &options)
+	{
+		return Error{Errc::timeout, "",
+		             "lease \"" + std::string{resource} + "\" not granted within " +
+		                 format_duration(options.wait)};
+	}
+
 	std::shared_ptr<Node> node_;
+	milliseconds grace_;
 };
 
 } // namespace
@@ -251,7 +403,7 @@ connect_redis(std::string_view url, const ClientOptions &options)
 	if (target->redlock || target->nodes.size() != 1)
 		return Error{Errc::invalid_argument, "", "redis:// names exactly one node: redis://host:port[/db]"};
 	auto node = std::make_shared<Node>(target->nodes[0], target->db, options, options.statement_grace);
-	auto locker = std::make_unique<RedisLocker>(std::move(node));
+	auto locker = std::make_unique<RedisLocker>(std::move(node), options.statement_grace);
 	return handed_out(std::move(locker));
 }
 

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "detail/provider.hpp"
+
 namespace pglease::detail::redis {
 
 using Clock = std::chrono::steady_clock;
@@ -83,6 +85,8 @@ Node::borrow(milliseconds timeout, bool &reused) noexcept
 	if (timeout > milliseconds{0}) {
 		t.connect = std::min(t.connect, timeout);
 		t.command = timeout;
+	} else {
+		t.connect = t.command = milliseconds{1}; // the call's deadline has passed: fail fast
 	}
 	auto c = Connection::open(endpoint_, t, db_);
 	if (c)
@@ -111,27 +115,32 @@ Result<Reply>
 Node::eval(const Script &script, const std::vector<std::string_view> &keys,
            const std::vector<std::string_view> &args, milliseconds timeout) noexcept
 {
+	// One deadline for the whole call, connects and retries included: a
+	// frozen server (SIGSTOP) still accepts connections, so a second attempt
+	// with a timeout of its own would double the call's time.
+	const auto deadline =
+	    deadline_after(Clock::now(), timeout > milliseconds{0} ? timeout : timeouts_.command);
 	// An idle connection may have died with a server restart: one failure on
-	// a reused connection buys one attempt on a fresh one (every script of
-	// the providers can be repeated: acquire is idempotent per holder,
-	// renew and release compare the value).
+	// a reused connection buys one attempt on a fresh one, in the time left
+	// (every script of the providers can be repeated: acquire is idempotent
+	// per holder, renew and release compare the value).
 	for (int attempt = 0;; attempt++) {
 		bool reused = false;
-		auto c = borrow(timeout, reused);
+		auto c = borrow(std::chrono::ceil<milliseconds>(deadline - Clock::now()), reused);
 		if (!c)
 			return c.error();
-		Result<Reply> reply = Error{Errc::internal, "", ""};
-		if (auto set = c->set_command_timeout(timeout > milliseconds{0} ? timeout : timeouts_.command); !set)
-			reply = set.error();
-		else
-			reply = c->eval(script, keys, args);
+		Result<Reply> reply = c->eval(script, keys, args, deadline);
 		if (reply) {
 			give_back(std::move(*c));
 			return reply;
 		}
 		if (reply.error().code != Errc::unavailable)
 			return reply;
-		if (reused && attempt == 0) {
+		if (c->usable()) { // no time was left to send it: not the node's fault
+			give_back(std::move(*c));
+			return reply;
+		}
+		if (reused && attempt == 0 && deadline - Clock::now() >= milliseconds{1}) {
 			std::lock_guard<std::mutex> lk(mu_);
 			idle_.clear();
 			continue;
@@ -142,14 +151,19 @@ Node::eval(const Script &script, const std::vector<std::string_view> &keys,
 }
 
 Result<Subscriber>
-Node::subscribe(std::string_view channel) noexcept
+Node::subscribe(std::string_view channel, milliseconds timeout) noexcept
 {
 	{
 		std::lock_guard<std::mutex> lk(mu_);
 		if (auto ok = in_backoff(); !ok)
 			return ok.error();
 	}
-	return Subscriber::open(endpoint_, timeouts_, channel);
+	Timeouts t = timeouts_;
+	if (timeout > milliseconds{0}) {
+		t.connect = std::min(t.connect, timeout);
+		t.command = std::min(t.command, timeout);
+	}
+	return Subscriber::open(endpoint_, t, channel);
 }
 
 milliseconds

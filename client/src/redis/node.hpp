@@ -32,14 +32,17 @@ public:
 
 	/// Run a script on a pooled connection.  Errc::unavailable when the node
 	/// cannot be reached (at once while in reconnect backoff); an error reply
-	/// comes back as a Reply for the caller to judge.  timeout (when not 0)
-	/// bounds the connect and the command of this call.
+	/// comes back as a Reply for the caller to judge.  The whole call (a
+	/// connect, the retry on a fresh connection after a stale pooled one)
+	/// ends within timeout, or the command timeout when timeout is 0.
 	[[nodiscard]] Result<Reply> eval(const Script &script, const std::vector<std::string_view> &keys,
 	                                 const std::vector<std::string_view> &args,
 	                                 std::chrono::milliseconds timeout = {}) noexcept;
 
-	/// A Subscriber on channel (its own connection), unless in backoff.
-	[[nodiscard]] Result<Subscriber> subscribe(std::string_view channel) noexcept;
+	/// A Subscriber on channel (its own connection), unless in backoff; its
+	/// connect and SUBSCRIBE each take at most timeout (when not 0).
+	[[nodiscard]] Result<Subscriber> subscribe(std::string_view channel,
+	                                           std::chrono::milliseconds timeout = {}) noexcept;
 
 	/// A uniformly random duration in [low, high] (jitter of the callers' retries).
 	[[nodiscard]] std::chrono::milliseconds jitter(std::chrono::milliseconds low,

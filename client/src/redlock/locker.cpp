@@ -4,8 +4,9 @@
 // Recipe: Redlock as the Redis distlock page publishes it
 // (https://redis.io/docs/latest/develop/clients/patterns/distributed-locks/):
 //  1. note the start time, before the first node is asked;
-//  2. SET key value NX PX ttl on every node in turn, each bounded by a
-//     per-node timeout well under the TTL: min(50 ms, ttl/10);
+//  2. SET key value NX PX ttl on every node at once (one thread per node,
+//     as the page advises), each bounded by a per-node timeout well under
+//     the TTL: min(50 ms, ttl/10), reconnects included;
 //  3. granted only when a majority (N/2+1) said yes and the validity
 //     ttl - elapsed - drift is still positive, drift = ttl/100 + 2 ms (the
 //     clock-drift allowance); the lease's local deadline is then
@@ -23,11 +24,17 @@
 // no re-acquire by holder (each grant's value is new), a holder asking again
 // waits like anyone else.
 //
+// Bounds: a round takes at most one per-node timeout, however many nodes are
+// frozen; renew and release are one round, acquire returns within wait plus
+// two rounds (the last one and its undo).  TTLs up to 2^53-1 ms; every
+// deadline saturates (deadline_after), and the validity is computed in ms.
+//
 // Key: pglease:lock:<resource> on every node (the Redis provider's name).
 // Waiting: random, growing delays, not woken by releases, not FIFO.  A
 // majority of nodes unreachable is Errc::unavailable at once, even with a
 // wait: retrying cannot help before they come back.
 #include <random>
+#include <system_error>
 #include <thread>
 
 #include "detail/provider.hpp"
@@ -79,13 +86,39 @@ struct Votes {
 	std::string errors; // the unreachable or failing nodes, for the message
 };
 
+// ask_every_node -- one round: every node at the same time (the distlock
+// page: ideally the SETs go to the N instances at once), each bounded by
+// timeout, so a round takes one per-node timeout however many nodes are
+// frozen, not N of them
 Votes
 ask_every_node(const Nodes &nodes, const Script &script, std::string_view key,
                const std::vector<std::string_view> &args, milliseconds timeout)
 {
+	std::vector<Result<redis::Reply>> replies(nodes.size(), Error{Errc::internal, "", "not asked"});
+	auto ask = [&](std::size_t i) noexcept {
+		try {
+			replies[i] = nodes[i]->eval(script, {key}, args, timeout);
+		} catch (...) {
+			replies[i] = Error{Errc::internal, "", "out of memory"};
+		}
+	};
+	std::vector<std::thread> others;
+	others.reserve(nodes.size());
+	for (std::size_t i = 1; i < nodes.size(); i++) {
+		try {
+			others.emplace_back(ask, i);
+		} catch (const std::system_error &) {
+			ask(i); // no thread to be had: this node in turn
+		}
+	}
+	if (!nodes.empty())
+		ask(0);
+	for (auto &t : others)
+		t.join();
+
 	Votes v;
-	for (const auto &node : nodes) {
-		auto reply = node->eval(script, {key}, args, timeout);
+	for (std::size_t i = 0; i < nodes.size(); i++) {
+		const auto &reply = replies[i];
 		Error error;
 		if (reply && reply->is_integer()) {
 			(reply->integer == 1 ? v.yes : v.no)++;
@@ -94,9 +127,9 @@ ask_every_node(const Nodes &nodes, const Script &script, std::string_view key,
 		if (!reply)
 			error = reply.error();
 		else if (reply->is_error())
-			error = redis::error_from_reply(*reply, node->endpoint());
+			error = redis::error_from_reply(*reply, nodes[i]->endpoint());
 		else
-			error = Error{Errc::internal, "", "redis " + to_string(node->endpoint()) + ": no integer"};
+			error = Error{Errc::internal, "", "redis " + to_string(nodes[i]->endpoint()) + ": no integer"};
 		v.errors += (v.errors.empty() ? "" : "; ") + error.message;
 	}
 	return v;
@@ -121,7 +154,7 @@ public:
 			std::size_t n = nodes_->size(), quorum = n / 2 + 1;
 			Votes v = ask_every_node(*nodes_, extend_script, key_, {value_, std::to_string(ttl.count())},
 			                         per_node_timeout(ttl));
-			auto valid_until = start + ttl - drift_of(ttl);
+			auto valid_until = deadline_after(start, ttl - drift_of(ttl));
 			if (v.yes >= quorum && Clock::now() < valid_until) {
 				valid_until_ = valid_until;
 				ttl_ = ttl;
@@ -177,6 +210,9 @@ public:
 
 protected:
 	milliseconds drift(milliseconds ttl) const noexcept override { return drift_of(ttl); }
+	// 2^53-1 ms, as the Redis provider's (PX is a signed 64-bit count of ms;
+	// the same exact bound on both providers)
+	milliseconds max_ttl() const noexcept override { return milliseconds{(std::int64_t{1} << 53) - 1}; }
 
 	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
 	                      const std::string &holder) override
@@ -194,17 +230,18 @@ private:
 		const std::string key = "pglease:lock:" + std::string{resource};
 		const std::string ttl = std::to_string(options.ttl.count());
 		const std::size_t n = nodes_->size(), quorum = n / 2 + 1;
-		const auto give_up = Clock::now() + options.wait;
+		const auto give_up = deadline_after(Clock::now(), options.wait);
 		redis::RetryDelay delay{milliseconds{25}, milliseconds{500}};
 		for (;;) {
 			const std::string value = random_hex128() + ":" + holder;
 			auto start = Clock::now();
 			Votes v =
 			    ask_every_node(*nodes_, acquire_script, key, {value, ttl}, per_node_timeout(options.ttl));
-			auto elapsed = Clock::now() - start;
+			// in ms: a TTL near max_ttl() in the clock's nanoseconds would overflow
+			auto elapsed = std::chrono::ceil<milliseconds>(Clock::now() - start);
 			if (v.yes >= quorum && options.ttl - elapsed - drift_of(options.ttl) > milliseconds{0}) {
 				Granted g;
-				g.deadline = start + options.ttl - drift_of(options.ttl);
+				g.deadline = deadline_after(start, options.ttl - drift_of(options.ttl));
 				g.grant = std::make_unique<RedlockGrant>(nodes_, key, value, options.ttl, g.deadline);
 				return g;
 			}
