@@ -108,7 +108,7 @@ as_postgres() {
 BIN="$WORK/pooler_test"
 # shellcheck disable=SC2046
 timeout 180 g++ -std=c++17 -O0 -I "$ROOT/client/include" "$ROOT/tests/faults/pooler_test.cpp" \
-	"$ROOT/build/client/libpglease.a" $(pkg-config --libs libpqxx) -lgtest -lgtest_main -pthread \
+	"$ROOT/build/client/libpglease.a" $(pkg-config --libs libpqxx libpq) -lgtest -lgtest_main -pthread \
 	-o "$BIN" >"$WORK/compile.log" 2>&1 &
 COMPILE_PID=$!
 
