@@ -151,10 +151,12 @@ acquire_cpp(const std::string &locker, const std::string &resource)
 	       "}\n";
 }
 
+// The emitters of C++ below take the resource already quoted by
+// cpp_literal (emit_cpp quotes it once).
+
 [[nodiscard]] std::string
-emit_postgres_cpp(const Advice &advice, const AdviseInput &input)
+emit_postgres_cpp(const Advice &advice, const std::string &resource)
 {
-	const std::string resource = cpp_literal(input.resource);
 	const std::string client = "pglease::Client client{" + cpp_literal(std::string{emit_postgres_url}) +
 	                           "};  // your database (URL or key=value)\n";
 	if (advice.strategy == "Advisory")
@@ -189,9 +191,8 @@ emit_postgres_cpp(const Advice &advice, const AdviseInput &input)
 // INCR) or redlock:// (3+ nodes, no token); on_lost is what stops the work,
 // since nothing in Redis can reject a late holder's write.
 [[nodiscard]] std::string
-emit_redis_cpp(const Advice &advice, const AdviseInput &input)
+emit_redis_cpp(const Advice &advice, const std::string &resource)
 {
-	const std::string resource = cpp_literal(input.resource);
 	const bool redlock = advice.strategy == "Redlock";
 	const std::string renewal = ": TTL " + format_duration(advice.ttl) + ", renewed every " +
 	                            format_duration(advice.ttl / renewals_per_ttl) + " by the client\n";
@@ -224,9 +225,8 @@ emit_redis_cpp(const Advice &advice, const AdviseInput &input)
 // sequential znode, token = its czxid) or etcd:// (a key under an etcd lease,
 // token = its create revision): fencing tokens the storage can check.
 [[nodiscard]] std::string
-emit_consensus_cpp(const Advice &advice, const AdviseInput &input)
+emit_consensus_cpp(const Advice &advice, const std::string &resource)
 {
-	const std::string resource = cpp_literal(input.resource);
 	const bool zookeeper = advice.provider == "ZooKeeper";
 	std::string cpp = "// " + advice.provider + " lock on " + resource + ": TTL " +
 	                  format_duration(advice.ttl) +
@@ -263,11 +263,12 @@ no_sql_line(const Advice &advice)
 [[nodiscard]] std::string
 emit_cpp(const Advice &advice, const AdviseInput &input)
 {
+	const std::string resource = cpp_literal(input.resource);
 	if (advice.provider == "PostgreSQL")
-		return emit_postgres_cpp(advice, input);
+		return emit_postgres_cpp(advice, resource);
 	if (advice.provider == "Redis")
-		return emit_redis_cpp(advice, input);
-	return emit_consensus_cpp(advice, input);
+		return emit_redis_cpp(advice, resource);
+	return emit_consensus_cpp(advice, resource);
 }
 
 } // namespace

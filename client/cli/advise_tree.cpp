@@ -320,17 +320,25 @@ advise_advisory(const AdviseInput &input, Advice &advice)
 	              "(for writes elsewhere, a PostgreSQL Lease and its fencing token)");
 }
 
+// renewed_ttl -- the TTL of a renewed lock (lease_ttl), then the line that
+// says how often it is renewed, how_renewed following "renew every X".
+void
+renewed_ttl(const AdviseInput &input, bool postgres, std::string_view how_renewed, Advice &advice)
+{
+	advice.ttl = lease_ttl(input.section, postgres, advice.explanation);
+	advice.explanation.push_back("renew every " + format_duration(advice.ttl / renewals_per_ttl) +
+	                             std::string{how_renewed});
+}
+
 void
 advise_postgres_lease(bool ephemeral, const AdviseInput &input, Advice &advice)
 {
 	advice.provider = "PostgreSQL";
 	advice.strategy = ephemeral ? "Ephemeral" : "Lease";
 	advice.safety = "fencing";
-	std::vector<std::string> &why = advice.explanation;
-	advice.ttl = lease_ttl(input.section, true, why);
-	why.push_back("renew every " + format_duration(advice.ttl / renewals_per_ttl) + " (TTL/3)");
-	why.push_back("safety fencing: every grant's token is larger than all earlier ones, "
-	              "and lease.fence rejects a stale one (LS001)");
+	renewed_ttl(input, true, " (TTL/3)", advice);
+	advice.explanation.push_back("safety fencing: every grant's token is larger than all earlier ones, "
+	                             "and lease.fence rejects a stale one (LS001)");
 }
 
 void
@@ -343,9 +351,7 @@ advise_redis(bool redlock, const AdviseInput &input, Advice &advice)
 	if (redlock)
 		why.push_back("Redlock needs 3+ independent Redis nodes (5 to survive 2 failures): "
 		              "a majority must grant the lock within its TTL");
-	advice.ttl = lease_ttl(input.section, false, why);
-	why.push_back("renew every " + format_duration(advice.ttl / renewals_per_ttl) +
-	              " (TTL/3), extending PX only while the value is still this holder's");
+	renewed_ttl(input, false, " (TTL/3), extending PX only while the value is still this holder's", advice);
 	if (redlock)
 		why.push_back("safety none: Redlock has no fencing token (token() is 0), so writes cannot be "
 		              "fenced; where they must be, use PostgreSQL (Lease and lease.fence) or "
@@ -362,13 +368,13 @@ advise_consensus(const Infra &infra, const AdviseInput &input, Advice &advice)
 	advice.provider = consensus_name(infra);
 	advice.strategy = infra.zookeeper ? "Ephemeral" : "Lease";
 	advice.safety = "fencing";
-	std::vector<std::string> &why = advice.explanation;
-	advice.ttl = lease_ttl(input.section, false, why);
-	why.push_back("renew every " + format_duration(advice.ttl / renewals_per_ttl) +
-	              (infra.zookeeper ? " (TTL/3): the session heartbeat; the TTL is the session timeout"
-	                               : " (TTL/3): etcd lease keep-alive"));
-	why.push_back(infra.zookeeper ? "safety fencing: the lock znode's zxid, checked by the storage"
-	                              : "safety fencing: the lock key's revision, checked by the storage");
+	renewed_ttl(input, false,
+	            infra.zookeeper ? " (TTL/3): the session heartbeat; the TTL is the session timeout"
+	                            : " (TTL/3): etcd lease keep-alive",
+	            advice);
+	advice.explanation.push_back(infra.zookeeper
+	                                 ? "safety fencing: the lock znode's zxid, checked by the storage"
+	                                 : "safety fencing: the lock key's revision, checked by the storage");
 }
 
 } // namespace
