@@ -16,9 +16,9 @@ namespace pglease::cli {
 
 namespace {
 
-// The help text is pinned by advise_test. Its "(ZooKeeper and etcd: not yet
-// in pglease)" is stale since --emit cpp prints code for both; the help
-// texts are rewritten together (issue 21), not one by one.
+// The help text is pinned by advise_test. Its --emit lines are stale: C++ is
+// printed for ZooKeeper and etcd too, which are in pglease; the help texts
+// are rewritten together (issue 21), not one by one.
 constexpr std::string_view usage_text =
     "usage: pglease advise --resource NAME --section DURATION --instances N --infra LIST\n"
     "                      [--write] [--strong] [--failover] [--explain] [--emit sql|cpp]\n"

@@ -37,7 +37,8 @@
 // and no renewal: the transaction bounds it, enforced with statement_timeout
 // and idle_in_transaction_session_timeout set to the TTL.
 //
-// A step is one function (choose_*), so the order above is choose()'s.
+// Step 1 is decide()'s own; steps 2 to 6 are one function each (choose_*),
+// tried in this order by choose().
 #include "advise_tree.hpp"
 
 #include "duration.hpp"
