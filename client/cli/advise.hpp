@@ -4,10 +4,16 @@
 // critical section, the number of instances, the infrastructure at hand and
 // what must be protected, it picks a provider, a strategy, a TTL and the
 // safety it gives, printed in the four-line format. The tree is written for
-// users in docs/decision-tree.md, and as applied at the top of advise.cpp.
+// users in docs/decision-tree.md, and as applied at the top of
+// advise_tree.cpp.
+//
+// This header is the command's whole interface; its definitions are split by
+// job: advise_tree.cpp (decide), advise_render.cpp (render),
+// advise_emit.cpp (the code --emit adds) and advise_args.cpp (advise_main).
 #ifndef PGLEASE_CLI_ADVISE_HPP
 #define PGLEASE_CLI_ADVISE_HPP
 
+#include <array>
 #include <chrono>
 #include <optional>
 #include <ostream>
@@ -34,6 +40,15 @@ inline constexpr std::string_view emit_zookeeper_url = "zookeeper://zk-a:2181,zk
 // Every program `--emit cpp` prints has exactly one line, starting with this
 // after its indentation, where the critical section goes.
 inline constexpr std::string_view emit_section_marker = "// the section";
+
+// The names --infra knows, in the order the explanation lists them.
+inline constexpr std::array<std::string_view, 5> known_infra{"postgres", "redis", "zookeeper", "etcd",
+                                                             "memory"};
+
+// A lease is renewed every TTL / renewals_per_ttl (the client's default
+// heartbeat), so a holder can miss two renewals before it loses the lock;
+// the explanation and the emitted code both say so.
+inline constexpr int renewals_per_ttl = 3;
 
 struct AdviseInput {
 	std::string resource;
@@ -68,12 +83,12 @@ struct AdviseResult {
 // render -- the four lines, then the explanation when input.explain, then the
 // code for input.emit ("sql" or "cpp"); every line ends with '\n'.  With
 // emit "sql" (PostgreSQL) the four lines and the explanation are SQL comments
-// ("-- Provider: PostgreSQL"), so the output is a psql script as it is.  With
-// emit "cpp" (PostgreSQL and Redis) the code is at most 20 lines: the body of
-// a function returning int (1 when the lock is not taken), for a translation
-// unit that includes <pglease/pglease.hpp> and <atomic>.  A provider pglease
-// does not implement yet (ZooKeeper, etcd), or SQL for one that is not
-// PostgreSQL, is one comment line ("// " for cpp, "# " for sql).
+// ("-- Provider: PostgreSQL"), so the output is a psql script as it is; SQL
+// asked of another provider is one "# " comment line pointing to --emit cpp.
+// With emit "cpp" (every provider: PostgreSQL, Redis, ZooKeeper, etcd) the
+// code is at most 20 lines: the body of a function returning int (1 when the
+// lock is not taken), for a translation unit that includes
+// <pglease/pglease.hpp> and <atomic>.
 [[nodiscard]] std::string render(const Advice &advice, const AdviseInput &input);
 
 // advise_main -- parse argv (argv[0] is "advise"), print the advice on out and

@@ -4,19 +4,21 @@
 //   pglease acquire|renew|release|status ...
 //   pglease advise ...
 //
+// This file parses the command line and runs acquire, renew, release and
+// status itself; run's command is spawned and watched by child_process.cpp,
+// and advise is advise.hpp's advise_main.
+//
 // The DSN (--dsn) is any URL of pglease::connect; it defaults to libpq's
 // environment (PGHOST, PGPORT, ...), i.e. PostgreSQL.
 // Exit codes (README "CLI"): 0 success (run: the command's own status, or
 // 128+N if a signal N ended it), 64 usage, 69 server unavailable or
 // extension missing, 70 internal error, 75 not acquired within --wait,
 // 76 lease lost (run) or token not current (renew/release), 77 permission.
-#include <signal.h>
-#include <spawn.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -27,14 +29,12 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "advise.hpp"
+#include "child_process.hpp"
 #include "duration.hpp"
 #include "pglease/pglease.hpp"
-
-extern char **environ;
 
 namespace {
 
@@ -235,39 +235,69 @@ wants_help(int argc, char **argv, int first)
 
 // ---- run ---------------------------------------------------------------------
 
-std::atomic<pid_t> g_child{0};
+// What `pglease run` was asked to do.
+struct RunOptions {
+	std::string resource;
+	pglease::LeaseOptions lease;
+	std::chrono::milliseconds grace{};
+	std::vector<std::string> command; // after --
+};
 
-void
-forward_signal(int sig)
+// parse_run -- run's options, or nullopt with the usage error in error.
+std::optional<RunOptions>
+parse_run(const Args &args, std::string &error)
 {
-	pid_t child = g_child.load();
-	if (child > 0)
-		kill(child, sig);
+	RunOptions run;
+	run.resource = required(args, "resource", error);
+	auto ttl = duration_arg(args, "ttl", std::nullopt, error);
+	auto wait = duration_arg(args, "wait", 0ms, error);
+	auto grace = duration_arg(args, "grace", 5000ms, error);
+	if (!error.empty())
+		return std::nullopt;
+	if (args.rest.empty()) {
+		error = "run needs a command after --";
+		return std::nullopt;
+	}
+	run.lease.ttl = *ttl;
+	run.lease.wait = *wait;
+	if (auto h = args.values.find("holder"); h != args.values.end())
+		run.lease.holder = h->second;
+	run.grace = *grace;
+	run.command = args.rest;
+	return run;
+}
+
+// run_exit_code -- run's status once its command has ended: lost, the
+// command's own, or 128+N for a signal N.
+int
+run_exit_code(const pglease::cli::ChildEnd &end, pglease::Lease &lease)
+{
+	if (end.wait_failed)
+		return exit_internal;
+	if (end.lost)
+		return exit_lost;
+	if (auto r = lease.release(); !r && r.error().code == pglease::Errc::lost)
+		return fail(r.error());
+	if (WIFEXITED(end.status))
+		return WEXITSTATUS(end.status);
+	if (WIFSIGNALED(end.status))
+		return 128 + WTERMSIG(end.status);
+	return exit_internal;
 }
 
 int
 cmd_run(const std::string &dsn, const Args &args)
 {
 	std::string error;
-	std::string resource = required(args, "resource", error);
-	auto ttl = duration_arg(args, "ttl", std::nullopt, error);
-	auto wait = duration_arg(args, "wait", 0ms, error);
-	auto grace = duration_arg(args, "grace", 5000ms, error);
-	if (!error.empty())
+	const std::optional<RunOptions> run = parse_run(args, error);
+	if (!run)
 		return usage_error(error);
-	if (args.rest.empty())
-		return usage_error("run needs a command after --");
 
 	int exit_code = 0;
 	auto locker = locker_for(dsn, exit_code);
 	if (!locker)
 		return exit_code;
-	pglease::LeaseOptions options;
-	options.ttl = *ttl;
-	options.wait = *wait;
-	if (auto h = args.values.find("holder"); h != args.values.end())
-		options.holder = h->second;
-	auto lease = locker->acquire(resource, options);
+	auto lease = locker->acquire(run->resource, run->lease);
 	if (!lease)
 		return fail(lease.error());
 
@@ -277,72 +307,14 @@ cmd_run(const std::string &dsn, const Args &args)
 	const pglease::CancelToken cancelled = lease->cancel_token();
 	lease->on_lost([](const pglease::Error &e) { say("lease lost: " + text_of(e)); });
 
-	// Everything the child needs is built here: the renewal thread is
-	// running, so setenv, or any allocation between fork and exec, would be
-	// undefined.  posix_spawnp takes the environment explicitly.
-	std::vector<std::string> env_strings = {"PGLEASE_TOKEN=" + std::to_string(lease->token()),
-	                                        "PGLEASE_RESOURCE=" + resource};
-	for (char **e = environ; *e; e++)
-		if (std::strncmp(*e, "PGLEASE_TOKEN=", 14) != 0 && std::strncmp(*e, "PGLEASE_RESOURCE=", 17) != 0)
-			env_strings.emplace_back(*e);
-	std::vector<char *> envp;
-	for (auto &e : env_strings)
-		envp.push_back(e.data());
-	envp.push_back(nullptr);
-	std::vector<std::string> arg_strings = args.rest;
-	std::vector<char *> argv;
-	for (auto &a : arg_strings)
-		argv.push_back(a.data());
-	argv.push_back(nullptr);
-
 	pid_t child = 0;
-	if (int rc = posix_spawnp(&child, argv[0], nullptr, nullptr, argv.data(), envp.data()); rc != 0) {
-		std::cerr << "pglease: cannot run " << argv[0] << ": " << std::strerror(rc) << "\n";
+	if (int rc = pglease::cli::spawn_command(run->command, lease->token(), run->resource, child); rc != 0) {
+		std::cerr << "pglease: cannot run " << run->command[0] << ": " << std::strerror(rc) << "\n";
 		(void)lease->release();
 		return 127;
 	}
-	g_child = child;
-	struct sigaction sa {};
-	sa.sa_handler = forward_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, nullptr);
-	sigaction(SIGINT, &sa, nullptr);
-	sigaction(SIGHUP, &sa, nullptr);
-
-	int status = 0;
-	bool lost = false;
-	std::optional<std::chrono::steady_clock::time_point> kill_at;
-	for (;;) {
-		pid_t done = waitpid(child, &status, WNOHANG);
-		if (done == child)
-			break;
-		if (done < 0 && errno != EINTR) {
-			std::cerr << "pglease: waitpid: " << std::strerror(errno) << "\n";
-			return exit_internal;
-		}
-		// valid() also turns false at the local deadline, before any callback
-		if ((cancelled.cancelled() || !lease->valid()) && !kill_at) {
-			lost = true;
-			kill(child, SIGTERM);
-			kill_at = std::chrono::steady_clock::now() + *grace;
-		}
-		if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
-			kill(child, SIGKILL);
-			kill_at = std::chrono::steady_clock::time_point::max();
-		}
-		std::this_thread::sleep_for(20ms);
-	}
-	g_child = 0;
-
-	if (lost)
-		return exit_lost;
-	if (auto r = lease->release(); !r && r.error().code == pglease::Errc::lost)
-		return fail(r.error());
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return exit_internal;
+	const pglease::cli::ChildEnd end = pglease::cli::supervise(child, *lease, cancelled, run->grace);
+	return run_exit_code(end, *lease);
 }
 
 // ---- acquire / renew / release / status -----------------------------------------
