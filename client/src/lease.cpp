@@ -312,6 +312,12 @@ LockerBase::constructed() const noexcept
 	return Error{Errc::internal, "", "the locker could not be constructed (out of memory)"};
 }
 
+LeaseState *
+LockerBase::state_of(const Lease &lease) noexcept
+{
+	return lease.state_.get();
+}
+
 milliseconds
 LockerBase::drift(milliseconds) const noexcept
 {
@@ -353,6 +359,8 @@ LockerBase::release_by_token(std::string_view, std::int64_t)
 Result<bool>
 LockerBase::renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept
 {
+	if (auto ok = constructed(); !ok)
+		return ok.error();
 	try {
 		if (auto ok = check_resource(resource); !ok)
 			return ok.error();
@@ -371,6 +379,8 @@ LockerBase::renew(std::string_view resource, std::int64_t token, milliseconds tt
 Result<bool>
 LockerBase::release(std::string_view resource, std::int64_t token) noexcept
 {
+	if (auto ok = constructed(); !ok)
+		return ok.error();
 	try {
 		if (auto ok = check_resource(resource); !ok)
 			return ok.error();
@@ -410,7 +420,7 @@ LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noex
 		std::string holder = options.holder.empty()
 		                         ? holder_prefix_ + ":" + std::to_string(acquires_.fetch_add(1))
 		                         : options.holder;
-		Result<Granted> granted = grant(resource, options, holder);
+		Result<Granted> granted = grant(resource, options, holder, heartbeat);
 		if (!granted)
 			return granted.error();
 

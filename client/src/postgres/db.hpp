@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pglease/client.hpp"
+#include "pglease/postgres.hpp"
 
 namespace pglease::detail {
 
@@ -49,9 +49,9 @@ Result<bool> db_release(Db &db, std::string_view resource, std::int64_t token, m
 /// The transactions of fenced/with_advisory run every statement (fn's too)
 /// under statement_timeout = timeout (SET LOCAL: it ends with them).
 Result<void> db_fenced(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,
-                       const std::function<void(pqxx::work &)> &fn) noexcept;
+                       const PgWork &work) noexcept;
 Result<void> db_with_advisory(Db &db, std::string_view resource, milliseconds wait, milliseconds timeout,
-                              const std::function<void(pqxx::work &)> &fn) noexcept;
+                              const PgWork &work) noexcept;
 Result<void> db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) noexcept;
 Result<std::vector<LeaseInfo>> db_status(Db &db, milliseconds timeout) noexcept;
 
