@@ -35,7 +35,7 @@ Backoff::next() noexcept
 {
 	milliseconds d = current_;
 	current_ = d > cap_ / 2 ? cap_ : std::min(d * 2, cap_);
-	return jitter(d / 2, d);
+	return jitter(std::max(d / 2, floor_delay), d);
 }
 
 void

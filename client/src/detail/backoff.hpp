@@ -4,7 +4,7 @@
 // tries of a waiting acquire (Redis, Redlock).
 //
 // Each delay is drawn uniformly from [d/2, d], d doubling from the first
-// delay up to the cap, and never below 1 ms: with a first delay of 0, an
+// delay up to the cap, and is never below 1 ms: with a first delay of 0, an
 // unreachable server would otherwise be retried in a tight loop.  The jitter
 // spreads the retries of many clients that lost the same server at the same
 // moment.  Not thread-safe: its owner holds its own lock around it.
