@@ -324,14 +324,13 @@ db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds t
 
 Result<void>
 db_fenced(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,
-          const PgWork &work) noexcept
+          const std::function<void(pqxx::work &)> &fn) noexcept
 {
 	return guarded<void>(&db, [&]() -> Result<void> {
 		pqxx::work tx{*db.conn};
 		set_local_timeout(tx, timeout);
 		tx.exec_params("SELECT lease.fence($1, $2)", std::string{resource}, token);
-		PgTransaction section{tx};
-		work(section);
+		fn(tx);
 		tx.commit();
 		return {};
 	});
@@ -352,7 +351,7 @@ db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) n
 
 Result<void>
 db_with_advisory(Db &db, std::string_view resource, milliseconds wait, milliseconds timeout,
-                 const PgWork &work) noexcept
+                 const std::function<void(pqxx::work &)> &fn) noexcept
 {
 	return guarded<void>(&db, [&]() -> Result<void> {
 		pqxx::work tx{*db.conn};
@@ -360,8 +359,7 @@ db_with_advisory(Db &db, std::string_view resource, milliseconds wait, milliseco
 		Result<void> locked = db_advisory_lock(tx, resource, wait);
 		if (!locked)
 			return locked.error();
-		PgTransaction section{tx};
-		work(section);
+		fn(tx);
 		tx.commit();
 		return {};
 	});

@@ -11,7 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "pglease/postgres.hpp"
+#include <pqxx/transaction>
+
+#include "pglease/client.hpp"
 
 namespace pglease::detail {
 
@@ -49,9 +51,9 @@ Result<bool> db_release(Db &db, std::string_view resource, std::int64_t token, m
 /// The transactions of fenced/with_advisory run every statement (fn's too)
 /// under statement_timeout = timeout (SET LOCAL: it ends with them).
 Result<void> db_fenced(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,
-                       const PgWork &work) noexcept;
+                       const std::function<void(pqxx::work &)> &fn) noexcept;
 Result<void> db_with_advisory(Db &db, std::string_view resource, milliseconds wait, milliseconds timeout,
-                              const PgWork &work) noexcept;
+                              const std::function<void(pqxx::work &)> &fn) noexcept;
 Result<void> db_advisory_lock(pqxx::work &tx, std::string_view resource, milliseconds wait) noexcept;
 Result<std::vector<LeaseInfo>> db_status(Db &db, milliseconds timeout) noexcept;
 

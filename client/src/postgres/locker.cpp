@@ -1,18 +1,19 @@
 // postgres/locker.cpp -- the PostgreSQL provider: pglease::Client, a
 // LockerBase like every provider's locker, its grants, and its extras
-// (fenced writes, advisory locks, status).
+// (status; fenced writes and advisory locks are in postgres.cpp).
 //
 // The provider's recipe is the pg_lease extension's SQL API: lease.acquire
 // waits in the server's FIFO queue, the token is the extension's token
 // sequence (strictly increasing per resource, durable), renew and release
 // act on the exact (resource, token).  What every provider shares (renewal
 // thread, loss reporting, no-nested rule, argument checks) is in lease.cpp;
-// the connections are postgres/pool.cpp's, every SQL call connection.cpp's.
+// the connections are postgres/pool.cpp's, every SQL call connection.cpp's,
+// the pqxx-typed extras postgres.cpp's.
 //
 // Locking: a PgGrant's pinned connection is used under its
 // LeaseState::op_mu; the pool locks itself.  No lock is held across a
 // database call except op_mu.
-#include "pglease/postgres.hpp"
+#include "pglease/client.hpp"
 
 #include "detail/provider.hpp"
 #include "postgres/db.hpp"
@@ -203,47 +204,7 @@ Client::release_by_token(std::string_view resource, std::int64_t token)
 	});
 }
 
-// ---- the extras ----------------------------------------------------------------
-
-Result<void>
-Client::run_fenced(const Lease &lease, const detail::PgWork &work) noexcept
-{
-	if (auto ok = constructed(); !ok)
-		return ok;
-	detail::LeaseState *state = state_of(lease);
-	if (!state)
-		return Error{Errc::lost, "", "empty lease"};
-	// no local pre-check: the fence in the server is the authority
-	Result<void> r = pool_->with_db<void>([&](detail::Db &db) {
-		return detail::db_fenced(db, lease.resource(), lease.token(), pool_->options().statement_grace, work);
-	});
-	if (!r && r.error().code == Errc::lost)
-		detail::LeaseEngine::mark_lost(*state, r.error());
-	return r;
-}
-
-Result<void>
-Client::run_advisory(std::string_view resource, std::chrono::milliseconds wait,
-                     const detail::PgWork &work) noexcept
-{
-	if (auto ok = constructed(); !ok)
-		return ok;
-	if (auto ok = detail::check_resource(resource); !ok)
-		return ok;
-	if (wait < std::chrono::milliseconds{0})
-		return Error{Errc::invalid_argument, "22023", "wait must not be negative"};
-	return pool_->with_db<void>([&](detail::Db &db) {
-		return detail::db_with_advisory(db, resource, wait,
-		                                detail::saturating_add(wait, pool_->options().statement_grace), work);
-	});
-}
-
-Result<void>
-Client::advisory_lock(detail::PgTransaction tx, std::string_view resource,
-                      std::chrono::milliseconds wait) noexcept
-{
-	return detail::db_advisory_lock(tx.work(), resource, wait);
-}
+// ---- the extras without libpqxx types (the others: postgres.cpp) -----------
 
 Result<std::vector<LeaseInfo>>
 Client::status() noexcept
