@@ -356,16 +356,26 @@ LockerBase::release_by_token(std::string_view, std::int64_t)
 	             "the " + std::string{provider()} + " provider cannot release a lease by its token"};
 }
 
+// check_token_call -- what renew and release check before anything else:
+// the locker, the resource as acquire checks it, a positive token
+Result<void>
+LockerBase::check_token_call(std::string_view resource, std::int64_t token) const
+{
+	if (auto ok = constructed(); !ok)
+		return ok;
+	if (auto ok = check_resource(resource); !ok)
+		return ok;
+	if (token <= 0)
+		return Error{Errc::invalid_argument, "22023", "token must be positive"};
+	return {};
+}
+
 Result<bool>
 LockerBase::renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept
 {
-	if (auto ok = constructed(); !ok)
-		return ok.error();
 	try {
-		if (auto ok = check_resource(resource); !ok)
+		if (auto ok = check_token_call(resource, token); !ok)
 			return ok.error();
-		if (token <= 0)
-			return Error{Errc::invalid_argument, "22023", "token must be positive"};
 		if (auto ok = check_ttl(ttl); !ok)
 			return ok.error();
 		return renew_by_token(resource, token, ttl);
@@ -379,13 +389,9 @@ LockerBase::renew(std::string_view resource, std::int64_t token, milliseconds tt
 Result<bool>
 LockerBase::release(std::string_view resource, std::int64_t token) noexcept
 {
-	if (auto ok = constructed(); !ok)
-		return ok.error();
 	try {
-		if (auto ok = check_resource(resource); !ok)
+		if (auto ok = check_token_call(resource, token); !ok)
 			return ok.error();
-		if (token <= 0)
-			return Error{Errc::invalid_argument, "22023", "token must be positive"};
 		return release_by_token(resource, token);
 	} catch (const std::exception &e) {
 		return Error{Errc::internal, "", e.what()};

@@ -78,6 +78,8 @@ protected:
 	[[nodiscard]] static LeaseState *state_of(const Lease &lease) noexcept;
 
 private:
+	[[nodiscard]] Result<void> check_token_call(std::string_view resource, std::int64_t token) const;
+
 	std::shared_ptr<LeaseEngine> engine_; // null when construction failed
 	std::string holder_prefix_;
 	std::atomic<unsigned long long> acquires_{0};
