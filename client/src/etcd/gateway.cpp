@@ -4,10 +4,9 @@
 // Connection trouble is Errc::unavailable and puts the endpoint in reconnect
 // backoff (detail/backoff.hpp: jittered, doubling from
 // ClientOptions::backoff_initial to backoff_max), the rule of the other
-// providers; a request goes to the
-// preferred endpoint (the last one that answered) and fails over to the next,
-// all within the one deadline of the call (each endpoint tried gets an equal
-// share of the time left).
+// providers; a request goes to the preferred endpoint (the last one that
+// answered) and fails over to the next, all within the one deadline of the
+// call (each endpoint tried gets an equal share of the time left).
 // Every curl handle runs with CURLOPT_NOSIGNAL (no SIGALRM for timeouts;
 // libcurl sends with MSG_NOSIGNAL, so no SIGPIPE either).
 #include "etcd/gateway.hpp"
