@@ -1,6 +1,6 @@
 // connect.cpp -- pglease::connect(url): the URL's scheme picks the provider.
 //
-// PostgreSQL (the flagship) and memory are part of the core library.  The
+// PostgreSQL (the flagship, postgres/) and memory are part of the core library.  The
 // other providers are components (pglease::redis, ...) with libraries of
 // their own: a component registers its schemes from a static initializer
 // when it is linked in, so a service that links only the core pulls in no
@@ -11,7 +11,6 @@
 #include <string>
 
 #include "detail/provider.hpp"
-#include "pglease/client.hpp"
 
 namespace pglease {
 namespace detail {
@@ -58,12 +57,11 @@ register_provider(std::string_view scheme, ProviderFactory factory) noexcept
 	}
 }
 
+// The providers of the core library (memory/locker.cpp, postgres/locker.cpp).
 Result<std::unique_ptr<Locker>> connect_memory(std::string_view name, const ClientOptions &options) noexcept;
-/// The conninfo the client connects with (postgres/connection.cpp): URL or
-/// key=value, checked by libpq's own parser, with connect_timeout added
-/// unless the user gave one.  Errc::invalid_argument when libpq refuses it.
-Result<std::string> postgres_conninfo(std::string_view dsn,
-                                      std::chrono::milliseconds connect_timeout) noexcept;
+/// A pglease::Client for a URL or libpq key=value string; a malformed one is
+/// Errc::invalid_argument before any I/O (libpq's own parser).
+Result<std::unique_ptr<Locker>> connect_postgres(std::string_view dsn, const ClientOptions &options) noexcept;
 
 } // namespace detail
 
@@ -112,12 +110,8 @@ connect_unredacted(std::string_view url, const ClientOptions &options)
 	auto colon = url.find(':');
 	auto scheme_end = url.find("://");
 	bool keyvalue = scheme_end == std::string_view::npos && url.find('=') != std::string_view::npos;
-	if (url.empty() || keyvalue || url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
-		// a malformed conninfo is refused here, before any I/O
-		if (auto ok = detail::postgres_conninfo(url, options.connect_timeout); !ok)
-			return ok.error();
-		return std::unique_ptr<Locker>{std::make_unique<Client>(std::string{url}, options)};
-	}
+	if (url.empty() || keyvalue || url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
+		return detail::connect_postgres(url, options);
 	if (url.rfind("memory:", 0) == 0)
 		return detail::connect_memory(url.substr(7), options);
 	if (scheme_end == std::string_view::npos || colon != scheme_end || scheme_end == 0)

@@ -312,6 +312,12 @@ LockerBase::constructed() const noexcept
 	return Error{Errc::internal, "", "the locker could not be constructed (out of memory)"};
 }
 
+LeaseState *
+LockerBase::state_of(const Lease &lease) noexcept
+{
+	return lease.state_.get();
+}
+
 milliseconds
 LockerBase::drift(milliseconds) const noexcept
 {
@@ -350,14 +356,26 @@ LockerBase::release_by_token(std::string_view, std::int64_t)
 	             "the " + std::string{provider()} + " provider cannot release a lease by its token"};
 }
 
+// check_token_call -- what renew and release check before anything else:
+// the locker, the resource as acquire checks it, a positive token
+Result<void>
+LockerBase::check_token_call(std::string_view resource, std::int64_t token) const
+{
+	if (auto ok = constructed(); !ok)
+		return ok;
+	if (auto ok = check_resource(resource); !ok)
+		return ok;
+	if (token <= 0)
+		return Error{Errc::invalid_argument, "22023", "token must be positive"};
+	return {};
+}
+
 Result<bool>
 LockerBase::renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept
 {
 	try {
-		if (auto ok = check_resource(resource); !ok)
+		if (auto ok = check_token_call(resource, token); !ok)
 			return ok.error();
-		if (token <= 0)
-			return Error{Errc::invalid_argument, "22023", "token must be positive"};
 		if (auto ok = check_ttl(ttl); !ok)
 			return ok.error();
 		return renew_by_token(resource, token, ttl);
@@ -372,10 +390,8 @@ Result<bool>
 LockerBase::release(std::string_view resource, std::int64_t token) noexcept
 {
 	try {
-		if (auto ok = check_resource(resource); !ok)
+		if (auto ok = check_token_call(resource, token); !ok)
 			return ok.error();
-		if (token <= 0)
-			return Error{Errc::invalid_argument, "22023", "token must be positive"};
 		return release_by_token(resource, token);
 	} catch (const std::exception &e) {
 		return Error{Errc::internal, "", e.what()};
@@ -410,7 +426,7 @@ LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noex
 		std::string holder = options.holder.empty()
 		                         ? holder_prefix_ + ":" + std::to_string(acquires_.fetch_add(1))
 		                         : options.holder;
-		Result<Granted> granted = grant(resource, options, holder);
+		Result<Granted> granted = grant(resource, options, holder, heartbeat);
 		if (!granted)
 			return granted.error();
 

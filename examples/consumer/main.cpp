@@ -1,6 +1,7 @@
 // The README's C++ quick start, built against the installed package.
 #include <iostream>
 #include <pglease/pglease.hpp>
+#include <pglease/postgres.hpp> // Client::fenced
 
 int
 main()

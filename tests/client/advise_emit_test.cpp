@@ -14,7 +14,8 @@
 //     "held token N" when that is refused as busy (timeout), "NOT held ..." when
 //     not;
 //   - the result is the body of main in a translation unit that includes
-//     <pglease/pglease.hpp>, <atomic> (the emitted lost flag) and, for the
+//     <pglease/pglease.hpp>, <pglease/postgres.hpp> (Client::fenced and
+//     with_advisory), <atomic> (the emitted lost flag) and, for the
 //     probe, <cstdio> and <thread>:  int main() { <body> return 0; }, where
 //     main first prints why pglease::connect(url) fails, if it does, so a
 //     failing run says why the emitted code returned 1.
@@ -293,7 +294,7 @@ protected:
 		const std::string base = scratch_ + "/" + c.name;
 		{
 			std::ofstream source{base + ".cpp"};
-			source << "#include <pglease/pglease.hpp>\n\n"
+			source << "#include <pglease/pglease.hpp>\n#include <pglease/postgres.hpp>\n\n"
 			          "#include <atomic>\n#include <cstdio>\n#include <thread>\n"
 			       << probes << "\nint\nmain()\n{\n\treport_connect_error(" << url << ");\n"
 			       << body << "\treturn 0;\n}\n";

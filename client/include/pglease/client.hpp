@@ -1,9 +1,10 @@
-// pglease/client.hpp -- Client: the PostgreSQL Locker (connections, the
-// extension's SQL API), with its extras: fenced writes, advisory locks,
-// token-level calls and status.
+// pglease/client.hpp -- Client: the PostgreSQL provider (connections, the
+// extension's SQL API), a Locker like every other, with its extras:
+// token-level calls, status, and fenced writes and advisory locks, whose
+// pqxx-typed definitions are in pglease/postgres.hpp.  This header does not
+// include libpqxx.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -11,11 +12,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
-#include <pqxx/transaction>
-
+#include "pglease/detail/locker_base.hpp"
 #include "pglease/error.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/locker.hpp"
@@ -26,7 +25,9 @@ namespace pglease {
 
 namespace detail {
 class PgPool;
-class PgLocker;
+/// The pqxx::work a fenced or advisory section runs in (pglease/postgres.hpp).
+class PgTransaction;
+using PgWork = std::function<void(PgTransaction &)>;
 } // namespace detail
 
 /// One row of lease.leases.
@@ -43,88 +44,65 @@ struct LeaseInfo {
 /// The PostgreSQL Locker: a connection (pool) to one database with pg_lease.
 /// Thread-safe.  No member throws: if construction fails (out of memory),
 /// every call answers Errc::internal.
-class Client : public Locker {
+///
+/// acquire waits at most options.wait (Errc::timeout when not granted in
+/// time); Strategy::ephemeral (or session_bound) keeps the grant's
+/// connection: the grant ends with it.  renew and release (token-level, for
+/// tools that keep tokens outside a Lease, like the CLI) act on the exact
+/// (resource, token).
+class Client : public detail::LockerBase {
 public:
 	explicit Client(std::string conninfo, ClientOptions options = {}) noexcept;
 	~Client() override;
 	Client(const Client &) = delete;
 	Client &operator=(const Client &) = delete;
 
-	/// Acquire with options.wait; Errc::timeout when not granted in time.
-	/// Strategy::ephemeral (or session_bound) keeps the grant's connection:
-	/// the grant ends with it.
-	Result<Lease> acquire(std::string_view resource, const LeaseOptions &options = {}) noexcept override;
-	/// acquire with wait = 0.
-	Result<Lease> try_acquire(std::string_view resource, LeaseOptions options = {}) noexcept override;
 	/// Fencing tokens, fenced writes in the data's own transaction, FIFO
 	/// waits, ephemeral grants, durable; survives failover to a synchronous
 	/// standby.
 	[[nodiscard]] Capabilities capabilities() const noexcept override;
 	[[nodiscard]] std::string_view provider() const noexcept override { return "PostgreSQL"; }
+	[[nodiscard]] Result<void> constructed() const noexcept override;
 
 	/// Run fn(pqxx::work&) in a transaction that first passes lease.fence:
 	/// the writes commit only while the lease is current, and no one else
 	/// can be granted it until they do.  The server decides, whatever the
 	/// local deadline says.  Errc::lost (LS001) if the token is stale; an
 	/// exception thrown by fn rolls back and becomes Errc::internal.
-	template <class F> auto fenced(const Lease &lease, F &&fn) noexcept
-	{
-		return call_in_tx(&Client::run_fenced, &lease, std::string_view{}, std::chrono::milliseconds{0},
-		                  std::forward<F>(fn));
-	}
+	/// Defined in pglease/postgres.hpp (include it to call this).
+	template <class F> auto fenced(const Lease &lease, F &&fn) noexcept;
 
 	/// Strategy::advisory: run fn(pqxx::work&) in a transaction holding
 	/// pg_advisory_xact_lock on the resource, waiting at most `wait`.
+	/// Defined in pglease/postgres.hpp (include it to call this).
 	template <class F>
-	auto with_advisory(std::string_view resource, std::chrono::milliseconds wait, F &&fn) noexcept
-	{
-		return call_in_tx(&Client::run_advisory, nullptr, resource, wait, std::forward<F>(fn));
-	}
+	auto with_advisory(std::string_view resource, std::chrono::milliseconds wait, F &&fn) noexcept;
 
-	/// Take the advisory lock in the caller's own transaction.
-	static Result<void> advisory_lock(pqxx::work &tx, std::string_view resource,
+	/// Take the advisory lock in the caller's own transaction (a pqxx::work:
+	/// include pglease/postgres.hpp to call this).
+	static Result<void> advisory_lock(detail::PgTransaction tx, std::string_view resource,
 	                                  std::chrono::milliseconds wait) noexcept;
 
-	/// Token-level calls, for tools that keep tokens outside a Lease (the CLI).
-	Result<bool> renew(std::string_view resource, std::int64_t token,
-	                   std::chrono::milliseconds ttl) noexcept override;
-	Result<bool> release(std::string_view resource, std::int64_t token) noexcept override;
+	/// The rows of lease.leases.
 	Result<std::vector<LeaseInfo>> status() noexcept;
 
 	/// The holder label used when LeaseOptions::holder is empty.
 	[[nodiscard]] const std::string &default_holder() const noexcept;
 
+protected:
+	Result<detail::Granted> grant(std::string_view resource, const LeaseOptions &options,
+	                              const std::string &holder, std::chrono::milliseconds heartbeat) override;
+	[[nodiscard]] std::chrono::milliseconds max_ttl() const noexcept override;
+	Result<bool> renew_by_token(std::string_view resource, std::int64_t token,
+	                            std::chrono::milliseconds ttl) override;
+	Result<bool> release_by_token(std::string_view resource, std::int64_t token) override;
+
 private:
-	using TxFn = std::function<void(pqxx::work &)>;
-	Result<void> run_fenced(const Lease *lease, std::string_view, std::chrono::milliseconds,
-	                        const TxFn &fn) noexcept;
-	Result<void> run_advisory(const Lease *, std::string_view resource, std::chrono::milliseconds wait,
-	                          const TxFn &fn) noexcept;
+	Result<void> run_fenced(const Lease &lease, const detail::PgWork &work) noexcept;
+	Result<void> run_advisory(std::string_view resource, std::chrono::milliseconds wait,
+	                          const detail::PgWork &work) noexcept;
 
-	template <class F>
-	auto call_in_tx(Result<void> (Client::*run)(const Lease *, std::string_view, std::chrono::milliseconds,
-	                                            const TxFn &) noexcept,
-	                const Lease *lease, std::string_view resource, std::chrono::milliseconds wait,
-	                F &&fn) noexcept
-	{
-		using R = std::invoke_result_t<F, pqxx::work &>;
-		if constexpr (std::is_void_v<R>) {
-			return (this->*run)(lease, resource, wait, TxFn{[&fn](pqxx::work &tx) { fn(tx); }});
-		} else {
-			std::optional<R> out;
-			Result<void> r =
-			    (this->*run)(lease, resource, wait, TxFn{[&](pqxx::work &tx) { out.emplace(fn(tx)); }});
-			if (!r)
-				return Result<R>{r.error()};
-			return Result<R>{std::move(*out)};
-		}
-	}
-
-	/// Errc::internal when construction failed, else success.
-	[[nodiscard]] Result<void> constructed() const noexcept;
-
-	std::shared_ptr<detail::PgPool> pool_;     // null when construction failed
-	std::unique_ptr<detail::PgLocker> locker_; // null when construction failed
+	std::shared_ptr<detail::PgPool> pool_; // null when construction failed
 	std::string construction_error_;
 };
 

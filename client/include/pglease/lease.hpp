@@ -65,7 +65,6 @@ public:
 
 private:
 	friend class detail::LockerBase;
-	friend class Client;
 	Lease(std::shared_ptr<detail::LeaseEngine> engine, std::shared_ptr<detail::LeaseState> state) noexcept;
 	std::shared_ptr<detail::LeaseEngine> engine_;
 	std::shared_ptr<detail::LeaseState> state_;

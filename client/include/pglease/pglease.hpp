@@ -1,4 +1,7 @@
 // pglease/pglease.hpp -- the whole client: #include <pglease/pglease.hpp>
+//
+// It does not include libpqxx: the pqxx-typed calls (Client::fenced,
+// with_advisory, advisory_lock) are in pglease/postgres.hpp.
 #pragma once
 
 #include "pglease/client.hpp"
@@ -8,3 +11,11 @@
 #include "pglease/options.hpp"
 #include "pglease/result.hpp"
 #include "pglease/version.hpp"
+
+// Source compatibility: a program that included libpqxx before this header,
+// as programs calling fenced/with_advisory did before the split, gets
+// pglease/postgres.hpp too.  It never brings in libpqxx by itself.  New code
+// includes pglease/postgres.hpp.
+#ifdef PQXX_H_TRANSACTION
+#include "pglease/postgres.hpp"
+#endif

@@ -3,10 +3,11 @@
 // per-thread no-nested rule) and LockerBase (argument checks, holder labels,
 // turning a grant into a Lease).
 //
-// A provider derives from LockerBase and implements grant(): take the
-// resource (waiting at most options.wait), returning a Grant object that
+// A provider derives from LockerBase (pglease/detail/locker_base.hpp: public
+// only because pglease::Client derives from it) and implements grant(): take
+// the resource (waiting at most options.wait), returning a Grant object that
 // knows how to renew and release exactly that grant.  Everything else a
-// Lease does is here, once.
+// Lease does is here and in lease.cpp, once.
 #pragma once
 
 #include <atomic>
@@ -22,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "pglease/detail/locker_base.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/locker.hpp"
 
@@ -111,57 +113,6 @@ private:
 	std::vector<std::weak_ptr<LeaseState>> leases_;
 	bool stopping_ = false;
 	std::thread renewer_;
-};
-
-/// The common half of every Locker: acquire() checks the options and the
-/// no-nested rule, calls the provider's grant(), and hands out the Lease.
-class LockerBase : public Locker {
-public:
-	Result<Lease> acquire(std::string_view resource, const LeaseOptions &options = {}) noexcept override;
-	Result<Lease> try_acquire(std::string_view resource, LeaseOptions options = {}) noexcept override;
-	/// The token-level calls: the arguments are checked here, once for every
-	/// provider (resource as for acquire, token positive, ttl positive and at
-	/// most max_ttl()), then renew_by_token / release_by_token run.
-	Result<bool> renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept final;
-	Result<bool> release(std::string_view resource, std::int64_t token) noexcept final;
-
-protected:
-	/// Holder labels of this locker are "pglease@host:pid:n:k".
-	LockerBase() noexcept;
-	~LockerBase() override;
-
-	/// Take the resource within options.wait (Errc::timeout if not granted);
-	/// holder is options.holder or a fresh label of this locker.  May throw:
-	/// acquire() turns an exception into Errc::internal, in one place for
-	/// every provider.
-	virtual Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
-	                              const std::string &holder) = 0;
-	/// The clock-drift allowance subtracted from each renewal's deadline.
-	[[nodiscard]] virtual milliseconds drift(milliseconds ttl) const noexcept;
-	/// The longest TTL this provider can hold (default: no limit).  A longer
-	/// one is refused before any I/O, with a message naming this maximum.
-	[[nodiscard]] virtual milliseconds max_ttl() const noexcept;
-	/// renew / release of the grant (resource, token) after the checks of
-	/// renew() / release(); true: done, false: not the current grant.  Only the
-	/// current holder's grant may be renewed or released.  May throw (turned
-	/// into Errc::internal).  Default: Errc::invalid_argument, the provider
-	/// cannot name a grant by its token.
-	virtual Result<bool> renew_by_token(std::string_view resource, std::int64_t token, milliseconds ttl);
-	virtual Result<bool> release_by_token(std::string_view resource, std::int64_t token);
-	/// Errc::invalid_argument when ttl is not positive or above max_ttl().
-	[[nodiscard]] Result<void> check_ttl(milliseconds ttl) const;
-
-	[[nodiscard]] const std::string &holder_prefix() const noexcept { return holder_prefix_; }
-	[[nodiscard]] const std::shared_ptr<LeaseEngine> &engine() const noexcept { return engine_; }
-
-public:
-	/// Errc::internal when construction failed, else success.
-	[[nodiscard]] Result<void> constructed() const noexcept;
-
-private:
-	std::shared_ptr<LeaseEngine> engine_; // null when construction failed
-	std::string holder_prefix_;
-	std::atomic<unsigned long long> acquires_{0};
 };
 
 /// A new locker as a provider's factory returns it: Errc::internal when its

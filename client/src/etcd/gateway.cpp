@@ -2,11 +2,11 @@
 // provider (gateway.hpp says why the JSON gateway).
 //
 // Connection trouble is Errc::unavailable and puts the endpoint in reconnect
-// backoff (jittered, doubling from ClientOptions::backoff_initial to
-// backoff_max), the rule of the other providers; a request goes to the
-// preferred endpoint (the last one that answered) and fails over to the next,
-// all within the one deadline of the call (each endpoint tried gets an equal
-// share of the time left).
+// backoff (detail/backoff.hpp: jittered, doubling from
+// ClientOptions::backoff_initial to backoff_max), the rule of the other
+// providers; a request goes to the preferred endpoint (the last one that
+// answered) and fails over to the next, all within the one deadline of the
+// call (each endpoint tried gets an equal share of the time left).
 // Every curl handle runs with CURLOPT_NOSIGNAL (no SIGALRM for timeouts;
 // libcurl sends with MSG_NOSIGNAL, so no SIGPIPE either).
 #include "etcd/gateway.hpp"
@@ -42,66 +42,6 @@ Error
 bad_url(std::string_view url, const std::string &what)
 {
 	return Error{Errc::invalid_argument, "22023", "invalid etcd URL \"" + shown(url) + "\": " + what};
-}
-
-// host_char -- a byte a DNS name or an IPv4 address may hold (no space, no
-// control byte, nothing curl would read as part of a URL)
-bool
-host_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-	       c == '-' || c == '_';
-}
-
-// v6_char -- a byte of a bracketed IPv6 address (hex digits, ':', '.' of an
-// embedded IPv4, '%' of a zone id and its letters)
-bool
-v6_char(char c)
-{
-	return host_char(c) || c == ':' || c == '%';
-}
-
-Result<Endpoint>
-parse_node(std::string_view url, std::string_view node)
-{
-	if (node.empty())
-		return bad_url(url, "empty endpoint (two commas in a row, or a trailing comma?)");
-	std::string_view host;
-	std::string_view port;
-	if (node.front() == '[') {
-		auto close = node.find(']');
-		if (close == std::string_view::npos || close + 1 >= node.size() || node[close + 1] != ':')
-			return bad_url(url, "write [addr]:port, not \"" + std::string(node) + "\"");
-		host = node.substr(0, close + 1); // curl wants the brackets
-		port = node.substr(close + 2);
-		std::string_view inner = host.substr(1, host.size() - 2);
-		if (!std::all_of(inner.begin(), inner.end(), v6_char))
-			return bad_url(url, "bad character in the IPv6 address of \"" + std::string(node) + "\"");
-	} else {
-		auto colon = node.rfind(':');
-		if (colon == std::string_view::npos)
-			return bad_url(url, "missing port in \"" + std::string(node) + "\" (write host:port)");
-		host = node.substr(0, colon);
-		port = node.substr(colon + 1);
-		if (host.find(':') != std::string_view::npos)
-			return bad_url(url, "IPv6 address without brackets in \"" + std::string(node) + "\"");
-		if (!std::all_of(host.begin(), host.end(), host_char))
-			return bad_url(url, "bad character in the host of \"" + std::string(node) +
-			                        "\" (a host is letters, digits, '.', '-' and '_': no spaces)");
-	}
-	if (host.empty() || host == "[]")
-		return bad_url(url, "empty host in \"" + std::string(node) + "\"");
-	long value = 0;
-	if (port.empty() || port.size() > 5)
-		return bad_url(url, "bad port in \"" + std::string(node) + "\"");
-	for (char c : port) {
-		if (c < '0' || c > '9')
-			return bad_url(url, "bad port in \"" + std::string(node) + "\"");
-		value = value * 10 + (c - '0');
-	}
-	if (value < 1 || value > 65535)
-		return bad_url(url, "port out of range in \"" + std::string(node) + "\"");
-	return Endpoint{std::string(host), static_cast<int>(value)};
 }
 
 std::once_flag curl_initialized;
@@ -220,18 +160,10 @@ parse_url(std::string_view url) noexcept
 			             "etcd provider yet; write etcd://host:port[,host:port...]"};
 		if (rest.find_first_of("/?#") != std::string_view::npos)
 			return bad_url(url, "only etcd://host:port[,host:port...] (no path, query or user)");
-		std::vector<Endpoint> out;
-		for (;;) {
-			auto comma = rest.find(',');
-			auto node = parse_node(url, rest.substr(0, comma));
-			if (!node)
-				return node.error();
-			out.push_back(std::move(*node));
-			if (comma == std::string_view::npos)
-				break;
-			rest.remove_prefix(comma + 1);
-		}
-		return out;
+		auto endpoints = parse_host_list(rest);
+		if (!endpoints && endpoints.error().code == Errc::invalid_argument)
+			return bad_url(url, endpoints.error().message);
+		return endpoints;
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
 	}
@@ -317,12 +249,12 @@ int64_of(const Json &object, const char *field) noexcept
 	}
 }
 
-Gateway::Gateway(std::vector<Endpoint> endpoints, const ClientOptions &options)
-    : options_(options), rng_(std::random_device{}())
+Gateway::Gateway(std::vector<Endpoint> endpoints, const ClientOptions &options) : options_(options)
 {
 	std::call_once(curl_initialized, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 	for (auto &e : endpoints)
-		endpoints_.push_back(EndpointState{std::move(e), {}, options.backoff_initial, {}});
+		endpoints_.push_back(
+		    EndpointState{std::move(e), Backoff{options.backoff_initial, options.backoff_max}, {}, {}});
 }
 
 Gateway::~Gateway() = default;
@@ -330,8 +262,8 @@ Gateway::~Gateway() = default;
 std::string
 Gateway::url_of(std::size_t index, std::string_view path) const
 {
-	const Endpoint &e = endpoints_[index].endpoint;
-	return "http://" + e.host + ":" + std::to_string(e.port) + std::string(path);
+	// to_string brackets an IPv6 host, as a URL (and curl) wants it
+	return "http://" + to_string(endpoints_[index].endpoint) + std::string(path);
 }
 
 std::unique_ptr<CurlHandle>
@@ -388,7 +320,7 @@ void
 Gateway::reachable(std::size_t index) noexcept
 {
 	std::lock_guard<std::mutex> lk(mu_);
-	endpoints_[index].backoff = options_.backoff_initial;
+	endpoints_[index].backoff.reset();
 	endpoints_[index].next_attempt = {};
 	preferred_ = index;
 }
@@ -398,10 +330,7 @@ Gateway::unreachable(std::size_t index) noexcept
 {
 	std::lock_guard<std::mutex> lk(mu_);
 	EndpointState &e = endpoints_[index];
-	auto b = std::max(e.backoff, milliseconds{1});
-	std::uniform_int_distribution<long long> spread(b.count() / 2, b.count());
-	e.next_attempt = Clock::now() + milliseconds{spread(rng_)};
-	e.backoff = std::min(b * 2, std::max(options_.backoff_max, milliseconds{1}));
+	e.next_attempt = Clock::now() + e.backoff.next();
 	if (preferred_ == index)
 		preferred_ = (index + 1) % endpoints_.size();
 }

@@ -18,13 +18,14 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "detail/backoff.hpp"
+#include "detail/endpoints.hpp"
 #include "pglease/options.hpp"
 #include "pglease/result.hpp"
 
@@ -32,16 +33,12 @@ namespace pglease::detail::etcd {
 
 using Json = nlohmann::json;
 
-struct Endpoint {
-	std::string host;
-	int port = 0;
-};
+using Endpoint = detail::HostPort;
 
-/// The endpoints of etcd://h1:p1[,h2:p2,...] ([v6]:port accepted), or
-/// Errc::invalid_argument naming what is wrong, before any I/O: a host is a
-/// DNS name or an address (letters, digits, '.', '-', '_'; [v6] in brackets),
-/// a port 1-65535.  User and password (etcd://user:pw@...) are refused
-/// without quoting them: etcd authentication is not supported yet.
+/// The endpoints of etcd://h1:p1[,h2:p2,...], or Errc::invalid_argument
+/// naming what is wrong, before any I/O: the host:port list every provider
+/// reads (detail/endpoints.hpp: [v6]:port accepted, a port 1-65535).  User and password (etcd://user:pw@...)
+/// are refused without quoting them: etcd authentication is not supported yet.
 Result<std::vector<Endpoint>> parse_url(std::string_view url) noexcept;
 
 std::string base64_encode(std::string_view bytes);
@@ -97,8 +94,8 @@ private:
 
 	struct EndpointState {
 		Endpoint endpoint;
+		Backoff backoff;
 		std::chrono::steady_clock::time_point next_attempt{};
-		std::chrono::milliseconds backoff{0};
 		std::string last_error;
 	};
 
@@ -107,7 +104,6 @@ private:
 	std::vector<EndpointState> endpoints_;
 	std::size_t preferred_ = 0;
 	std::vector<std::unique_ptr<CurlHandle>> idle_;
-	std::mt19937_64 rng_;
 };
 
 } // namespace pglease::detail::etcd

@@ -564,17 +564,15 @@ public:
 		return *deleted;
 	}
 
-	using LockerBase::constructed;
-
 protected:
-	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
-	                      const std::string &holder) override
+	Result<Granted> grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
+	                      milliseconds heartbeat) override
 	{
 		if (options.strategy == Strategy::advisory)
 			return Error{
 			    Errc::invalid_argument, "",
 			    "the etcd provider offers Strategy::lease and ephemeral (an etcd lease), no advisory locks"};
-		return take(resource, options, holder); // acquire() turns a throw into Errc::internal
+		return take(resource, options, holder, heartbeat); // acquire() turns a throw into Errc::internal
 	}
 
 private:
@@ -658,7 +656,8 @@ private:
 	}
 
 	// take -- queue a lock key, then wait for every key ahead of it to go
-	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
+	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder,
+	                     milliseconds lease_heartbeat)
 	{
 		Budget budget;
 		budget.gateway = &api_->gateway();
@@ -667,8 +666,10 @@ private:
 		// queued under a short lease: a key created after this call gave up
 		// (its request executed late) is gone within queue_seconds
 		const std::int64_t queue_seconds = std::min(ttl_seconds_of(options.ttl), queue_ttl_max);
+		// the queue lease is kept alive as often as the grant will be, or
+		// more often when the queue lease is the shorter
 		const milliseconds heartbeat =
-		    std::min(options.heartbeat > milliseconds{0} ? options.heartbeat : options.ttl / 3,
+		    std::min(lease_heartbeat,
 		             std::chrono::duration_cast<milliseconds>(std::chrono::seconds{queue_seconds}) / 3);
 		for (;;) { // once per place in the queue
 			auto alive_since = Clock::now();

@@ -43,8 +43,8 @@ public:
 	std::string_view provider() const noexcept override { return "in-memory"; }
 
 protected:
-	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
-	                      const std::string &holder) noexcept override
+	Result<Granted> grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
+	                      milliseconds) noexcept override
 	{
 		if (options.strategy != Strategy::lease || options.session_bound)
 			return Error{
@@ -76,8 +76,7 @@ Result<std::unique_ptr<Locker>>
 connect_memory(std::string_view name, const ClientOptions &) noexcept
 {
 	try {
-		auto locker = std::make_unique<MemoryLocker>(memory::lock_space(name));
-		return std::unique_ptr<Locker>{std::move(locker)};
+		return handed_out(std::make_unique<MemoryLocker>(memory::lock_space(name)));
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
 	}

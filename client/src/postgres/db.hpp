@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <pqxx/transaction>
+
 #include "pglease/client.hpp"
 
 namespace pglease::detail {

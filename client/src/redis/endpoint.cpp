@@ -1,9 +1,8 @@
 // redis/endpoint.cpp -- parsing of redis:// and redlock:// URLs (see endpoint.hpp
-// for the accepted forms and why).
+// for the accepted forms and why); the host:port list is detail/endpoints.cpp's.
 #include "redis/endpoint.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <new>
 
@@ -58,72 +57,6 @@ parse_decimal(std::string_view s, long max)
 	return value <= max ? value : -1;
 }
 
-// bad_host -- what is wrong with a host, or "" when it can be one: a DNS name
-// or IPv4 address (letters, digits, '.', '-', '_'; at most 253 bytes), or
-// inside brackets an IPv6 address (hex digits, ':', '.', and a %zone of the
-// name characters).  Anything else (a space, say) could never be resolved:
-// refused here rather than failing every call as unavailable.
-std::string
-bad_host(std::string_view host, bool bracketed)
-{
-	if (host.size() > 253)
-		return "is longer than 253 bytes";
-	bool zone = false;
-	for (char c : host) {
-		bool name = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-		            c == '-' || c == '_';
-		if (bracketed && !zone && c == '%')
-			zone = true;
-		else if (bracketed && !zone && c != ':' && !std::isxdigit(static_cast<unsigned char>(c)) && c != '.')
-			return "is not an IPv6 address";
-		else if ((!bracketed || zone) && !name)
-			return "has a character a host name cannot have (letters, digits, '.', '-' and '_' only)";
-	}
-	if (bracketed && host.find(':') == std::string_view::npos)
-		return "is not an IPv6 address (write a name or an IPv4 address without brackets)";
-	return "";
-}
-
-// parse_node -- "host:port" or "[v6]:port" into an Endpoint, or what is wrong
-Result<Endpoint>
-parse_node(std::string_view url, std::string_view node)
-{
-	if (node.empty())
-		return bad_url(url, "empty node (two commas in a row, or a trailing comma?)");
-	std::string_view host;
-	std::string_view rest;
-	const bool bracketed = node.front() == '[';
-	if (bracketed) {
-		auto close = node.find(']');
-		if (close == std::string_view::npos)
-			return bad_url(url, "unterminated [ in \"" + std::string(node) + "\"");
-		host = node.substr(1, close - 1);
-		rest = node.substr(close + 1);
-		if (rest.empty() || rest.front() != ':')
-			return bad_url(url, "missing port in \"" + std::string(node) + "\" (write [addr]:port)");
-		rest.remove_prefix(1);
-	} else {
-		auto colon = node.rfind(':');
-		if (colon == std::string_view::npos)
-			return bad_url(url, "missing port in \"" + std::string(node) + "\" (write host:port)");
-		host = node.substr(0, colon);
-		rest = node.substr(colon + 1);
-		if (host.find(':') != std::string_view::npos)
-			return bad_url(url, "IPv6 address without brackets in \"" + std::string(node) +
-			                        "\" (write [addr]:port)");
-	}
-	if (host.empty())
-		return bad_url(url, "empty host in \"" + std::string(node) + "\"");
-	if (auto bad = bad_host(host, bracketed); !bad.empty())
-		return bad_url(url, "host \"" + std::string(host) + "\" " + bad);
-	if (rest.empty())
-		return bad_url(url, "missing port in \"" + std::string(node) + "\"");
-	long port = parse_decimal(rest, 65535);
-	if (port < 1)
-		return bad_url(url, "port \"" + std::string(rest) + "\" is not a number from 1 to 65535");
-	return Endpoint{std::string(host), static_cast<int>(port)};
-}
-
 Result<Target>
 parse(std::string_view url)
 {
@@ -159,21 +92,14 @@ parse(std::string_view url)
 			target.db = static_cast<int>(n);
 		}
 	}
-	if (authority.empty())
-		return bad_url(url, "no host:port");
-
-	for (std::size_t start = 0;;) {
-		auto comma = authority.find(',', start);
-		auto node =
-		    parse_node(url, authority.substr(start, comma == std::string_view::npos ? comma : comma - start));
-		if (!node)
-			return node.error();
-		if (std::find(target.nodes.begin(), target.nodes.end(), *node) != target.nodes.end())
-			return bad_url(url, "node " + to_string(*node) + " is named twice (it would vote twice)");
-		target.nodes.push_back(std::move(*node));
-		if (comma == std::string_view::npos)
-			break;
-		start = comma + 1;
+	auto nodes = parse_host_list(authority);
+	if (!nodes)
+		return nodes.error().code == Errc::invalid_argument ? bad_url(url, nodes.error().message)
+		                                                    : nodes.error();
+	for (auto &node : *nodes) {
+		if (std::find(target.nodes.begin(), target.nodes.end(), node) != target.nodes.end())
+			return bad_url(url, "node " + to_string(node) + " is named twice (it would vote twice)");
+		target.nodes.push_back(std::move(node));
 	}
 	if (!target.redlock && target.nodes.size() != 1)
 		return bad_url(url, "redis:// takes one node; use redlock:// for several independent nodes");
@@ -184,20 +110,6 @@ parse(std::string_view url)
 }
 
 } // namespace
-
-bool
-operator==(const Endpoint &a, const Endpoint &b) noexcept
-{
-	return a.port == b.port && a.host == b.host;
-}
-
-std::string
-to_string(const Endpoint &endpoint)
-{
-	if (endpoint.host.find(':') != std::string::npos)
-		return "[" + endpoint.host + "]:" + std::to_string(endpoint.port);
-	return endpoint.host + ":" + std::to_string(endpoint.port);
-}
 
 Result<Target>
 parse_url(std::string_view url) noexcept

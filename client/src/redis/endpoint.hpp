@@ -2,10 +2,10 @@
 // redis:// or redlock:// URL (DESIGN.md §6b).
 //
 // Decisions the parser enforces:
-// - a port is required (no silent 6379) and must be 1-65535; a host must not be
-//   empty and is a DNS name or IPv4 address (letters, digits, '.', '-', '_'),
-//   or an IPv6 address written in brackets, redis://[::1]:6400: a host with a
-//   space could never be reached, so it is refused here, not at every call;
+// - the nodes are a host:port list as every provider reads it
+//   (detail/endpoints.hpp: a port 1-65535 is required, no silent 6379; a
+//   host is a name, an IPv4 address or a bracketed IPv6 address,
+//   redis://[::1]:6400);
 // - redis:// names exactly one node, redlock:// names three or more distinct
 //   nodes.  Even counts are accepted: Redlock's majority is N/2+1, so four
 //   nodes need three grants and tolerate one failure, like three nodes do
@@ -24,18 +24,12 @@
 #include <string_view>
 #include <vector>
 
+#include "detail/endpoints.hpp"
 #include "pglease/result.hpp"
 
 namespace pglease::detail::redis {
 
-struct Endpoint {
-	std::string host;
-	int port = 0;
-};
-
-bool operator==(const Endpoint &a, const Endpoint &b) noexcept;
-/// "host:port", or "[v6]:port"
-[[nodiscard]] std::string to_string(const Endpoint &endpoint);
+using Endpoint = detail::HostPort;
 
 struct Target {
 	bool redlock = false;        ///< redlock:// (else redis://)

@@ -35,6 +35,7 @@
 #include <thread>
 
 #include "detail/provider.hpp"
+#include "detail/backoff.hpp"
 #include "redis/component.hpp"
 #include "redis/node.hpp"
 
@@ -282,13 +283,11 @@ public:
 		return compare_and(*node_, release_script, keys, std::to_string(token) + ":", "token", keys.channel);
 	}
 
-	using LockerBase::constructed;
-
 protected:
 	milliseconds max_ttl() const noexcept override { return max_redis_ttl; }
 
-	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
-	                      const std::string &holder) override
+	Result<Granted> grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
+	                      milliseconds) override
 	{
 		if (options.strategy != Strategy::lease || options.session_bound)
 			return Error{Errc::invalid_argument, "",
@@ -309,7 +308,7 @@ private:
 		const std::string provisional_ttl = std::to_string(provisional.count());
 		std::optional<redis::Subscriber> woken_by_release;
 		bool subscribed = false;
-		redis::RetryDelay delay{milliseconds{25}, milliseconds{1000}};
+		Backoff delay{milliseconds{25}, milliseconds{1000}};
 		for (;;) {
 			auto budget = left_of(call_deadline, grace_);
 			if (budget <= milliseconds{0})
@@ -336,7 +335,7 @@ private:
 			}
 			// wake for the release, the holder's expiry, or the next retry
 			auto holder_left = milliseconds{-*answer} + milliseconds{1};
-			auto pause = std::min({delay.next(*node_), holder_left, left_of(give_up, holder_left)});
+			auto pause = std::min({delay.next(), holder_left, left_of(give_up, holder_left)});
 			auto wake = now + pause;
 			if (woken_by_release && woken_by_release->usable()) {
 				if (!woken_by_release->wait(pause))

@@ -1,8 +1,8 @@
 // redis/node.cpp -- a Redis node's connection pool and reconnect backoff
 // (node.hpp), the same rules as the PostgreSQL provider's pool: connection
-// trouble is Errc::unavailable, the next connection attempt waits a jittered
-// backoff doubling from ClientOptions::backoff_initial to backoff_max, and
-// while it waits every call answers unavailable at once.
+// trouble is Errc::unavailable, the next connection attempt waits the
+// providers' backoff (detail/backoff.hpp, from ClientOptions::backoff_initial
+// to backoff_max), and while it waits every call answers unavailable at once.
 #include "redis/node.hpp"
 
 #include <algorithm>
@@ -17,7 +17,7 @@ using std::chrono::milliseconds;
 Node::Node(Endpoint endpoint, int db, const ClientOptions &options, milliseconds command_timeout)
     : endpoint_(std::move(endpoint)), db_(db),
       options_(options), timeouts_{options.connect_timeout, command_timeout},
-      backoff_(options.backoff_initial), rng_(std::random_device{}())
+      backoff_(options.backoff_initial, options.backoff_max)
 {
 }
 
@@ -42,7 +42,7 @@ void
 Node::connected() noexcept
 {
 	std::lock_guard<std::mutex> lk(mu_);
-	backoff_ = options_.backoff_initial;
+	backoff_.reset();
 	next_connect_ = Clock::time_point{};
 }
 
@@ -53,10 +53,7 @@ Node::unreachable(const Error &error) noexcept
 {
 	std::lock_guard<std::mutex> lk(mu_);
 	idle_.clear();
-	auto b = std::max(backoff_, milliseconds{1});
-	std::uniform_int_distribution<long long> spread(b.count() / 2, b.count());
-	next_connect_ = Clock::now() + milliseconds{spread(rng_)};
-	backoff_ = std::min(b * 2, std::max(options_.backoff_max, milliseconds{1}));
+	next_connect_ = Clock::now() + backoff_.next();
 	try {
 		last_error_ = error.message;
 	} catch (...) {
@@ -164,24 +161,6 @@ Node::subscribe(std::string_view channel, milliseconds timeout) noexcept
 		t.command = std::min(t.command, timeout);
 	}
 	return Subscriber::open(endpoint_, t, channel);
-}
-
-milliseconds
-Node::jitter(milliseconds low, milliseconds high) noexcept
-{
-	if (high <= low)
-		return low;
-	std::lock_guard<std::mutex> lk(mu_);
-	std::uniform_int_distribution<long long> spread(low.count(), high.count());
-	return milliseconds{spread(rng_)};
-}
-
-milliseconds
-RetryDelay::next(Node &jitter_source) noexcept
-{
-	auto d = next_;
-	next_ = std::min(next_ * 2, max_);
-	return jitter_source.jitter(d / 2, d);
 }
 
 } // namespace pglease::detail::redis

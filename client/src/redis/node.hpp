@@ -1,6 +1,6 @@
 // redis/node.hpp -- one Redis node as the Redis and Redlock providers use it:
-// a small pool of Connections, reconnect backoff while the node is
-// unreachable, and the jittered delays of a waiting acquire.
+// a small pool of Connections and reconnect backoff while the node is
+// unreachable.
 //
 // No recipe lives here (see redis/locker.cpp and redlock/locker.cpp).
 //
@@ -11,11 +11,11 @@
 
 #include <chrono>
 #include <mutex>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "detail/backoff.hpp"
 #include "pglease/options.hpp"
 #include "redis/connection.hpp"
 
@@ -44,10 +44,6 @@ public:
 	[[nodiscard]] Result<Subscriber> subscribe(std::string_view channel,
 	                                           std::chrono::milliseconds timeout = {}) noexcept;
 
-	/// A uniformly random duration in [low, high] (jitter of the callers' retries).
-	[[nodiscard]] std::chrono::milliseconds jitter(std::chrono::milliseconds low,
-	                                               std::chrono::milliseconds high) noexcept;
-
 private:
 	Result<Connection> borrow(std::chrono::milliseconds timeout, bool &reused) noexcept;
 	void give_back(Connection connection) noexcept;
@@ -63,25 +59,8 @@ private:
 	std::mutex mu_;
 	std::vector<Connection> idle_;
 	std::chrono::steady_clock::time_point next_connect_{};
-	std::chrono::milliseconds backoff_;
+	Backoff backoff_;
 	std::string last_error_;
-	std::mt19937_64 rng_;
-};
-
-/// The delays of a waiting acquire: jittered, doubling from first to max,
-/// never past the caller's deadline.
-class RetryDelay {
-public:
-	RetryDelay(std::chrono::milliseconds first, std::chrono::milliseconds max) noexcept
-	    : next_(first), max_(max)
-	{
-	}
-	/// The next delay: random in [d/2, d], d doubling up to max.
-	[[nodiscard]] std::chrono::milliseconds next(Node &jitter_source) noexcept;
-
-private:
-	std::chrono::milliseconds next_;
-	std::chrono::milliseconds max_;
 };
 
 } // namespace pglease::detail::redis

@@ -37,6 +37,7 @@
 #include <system_error>
 #include <thread>
 
+#include "detail/backoff.hpp"
 #include "detail/provider.hpp"
 #include "redis/component.hpp"
 #include "redis/node.hpp"
@@ -206,16 +207,14 @@ public:
 	}
 	std::string_view provider() const noexcept override { return "Redlock"; }
 
-	using LockerBase::constructed;
-
 protected:
 	milliseconds drift(milliseconds ttl) const noexcept override { return drift_of(ttl); }
 	// 2^53-1 ms, as the Redis provider's (PX is a signed 64-bit count of ms;
 	// the same exact bound on both providers)
 	milliseconds max_ttl() const noexcept override { return milliseconds{(std::int64_t{1} << 53) - 1}; }
 
-	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
-	                      const std::string &holder) override
+	Result<Granted> grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
+	                      milliseconds) override
 	{
 		if (options.strategy != Strategy::lease || options.session_bound)
 			return Error{Errc::invalid_argument, "",
@@ -231,7 +230,7 @@ private:
 		const std::string ttl = std::to_string(options.ttl.count());
 		const std::size_t n = nodes_->size(), quorum = n / 2 + 1;
 		const auto give_up = deadline_after(Clock::now(), options.wait);
-		redis::RetryDelay delay{milliseconds{25}, milliseconds{500}};
+		Backoff delay{milliseconds{25}, milliseconds{500}};
 		for (;;) {
 			const std::string value = random_hex128() + ":" + holder;
 			auto start = Clock::now();
@@ -258,8 +257,7 @@ private:
 				             "lease \"" + std::string{resource} + "\" not granted within " +
 				                 format_duration(options.wait) + " (granted by " + std::to_string(v.yes) +
 				                 " of " + std::to_string(n) + " nodes)"};
-			auto pause =
-			    std::min(delay.next(*nodes_->front()), std::chrono::ceil<milliseconds>(give_up - now));
+			auto pause = std::min(delay.next(), std::chrono::ceil<milliseconds>(give_up - now));
 			std::this_thread::sleep_for(pause);
 		}
 	}

@@ -341,11 +341,9 @@ public:
 	}
 	std::string_view provider() const noexcept override { return "ZooKeeper"; }
 
-	using LockerBase::constructed;
-
 protected:
-	Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
-	                      const std::string &holder) override
+	Result<Granted> grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
+	                      milliseconds) override
 	{
 		if (options.strategy == Strategy::advisory)
 			return Error{Errc::invalid_argument, "",

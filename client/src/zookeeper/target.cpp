@@ -2,7 +2,8 @@
 // names into one path component (target.hpp says what is accepted).
 #include "zookeeper/target.hpp"
 
-#include <algorithm>
+#include "detail/endpoints.hpp"
+
 #include <cctype>
 
 namespace pglease::detail::zookeeper {
@@ -33,63 +34,6 @@ bad_url(std::string_view url, const std::string &why)
 	return Error{Errc::invalid_argument, "",
 	             "invalid ZooKeeper URL \"" + masked(url) + "\": " + why +
 	                 " (want zookeeper://host:port[,host:port...][/chroot])"};
-}
-
-// valid_name -- a host name or IPv4 address: letters, digits, '.', '-', '_'
-bool
-valid_name(std::string_view host)
-{
-	if (host.empty())
-		return false;
-	for (char c : host)
-		if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'))
-			return false;
-	return true;
-}
-
-// valid_ipv6 -- the inside of [...]: hex digits and ':' (with at least two),
-// and '.' for an embedded IPv4 tail; getaddrinfo judges the rest
-bool
-valid_ipv6(std::string_view host)
-{
-	if (host.size() < 2 || std::count(host.begin(), host.end(), ':') < 2)
-		return false;
-	for (char c : host)
-		if (!(std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'))
-			return false;
-	return true;
-}
-
-// host_port -- "host:port" or "[v6]:port" as the C client takes it
-// ("host:port", "v6:port": it splits at the last ':' and reads the port
-// with strtol base 0, so a leading 0 would be octal: the port is written
-// back in decimal); empty when malformed
-std::string
-host_port(std::string_view hp)
-{
-	auto colon = hp.rfind(':');
-	if (colon == std::string_view::npos)
-		return {};
-	auto host = hp.substr(0, colon);
-	auto digits = hp.substr(colon + 1);
-	if (digits.empty() || digits.size() > 5)
-		return {};
-	long port = 0;
-	for (char c : digits) {
-		if (!std::isdigit(static_cast<unsigned char>(c)))
-			return {};
-		port = port * 10 + (c - '0');
-	}
-	if (port < 1 || port > 65535)
-		return {};
-	if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-		host = host.substr(1, host.size() - 2);
-		if (!valid_ipv6(host))
-			return {};
-	} else if (!valid_name(host)) {
-		return {};
-	}
-	return std::string{host} + ":" + std::to_string(port);
 }
 
 // root_problem -- what is wrong with a chroot, or nothing
@@ -134,20 +78,15 @@ parse_url(std::string_view url) noexcept
 		std::string_view hosts = rest.substr(0, slash);
 		Target t;
 		t.root = slash == std::string_view::npos ? "/pglease" : std::string{rest.substr(slash)};
-		if (hosts.empty())
-			return bad_url(url, "no host");
-		for (std::size_t at = 0; at <= hosts.size();) {
-			auto comma = hosts.find(',', at);
-			auto hp = hosts.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
-			auto normal = host_port(hp);
-			if (normal.empty())
-				return bad_url(url, "\"" + std::string{hp} +
-				                        "\" is not host:port or [IPv6]:port with a port 1-65535");
-			t.hosts += (t.hosts.empty() ? "" : ",") + normal;
-			if (comma == std::string_view::npos)
-				break;
-			at = comma + 1;
-		}
+		auto nodes = parse_host_list(hosts);
+		if (!nodes)
+			return nodes.error().code == Errc::invalid_argument ? bad_url(url, nodes.error().message)
+			                                                    : nodes.error();
+		// as zookeeper_init takes them: it splits each at its last ':' (so an
+		// IPv6 host goes unbracketed) and reads the port with strtol base 0
+		// (so the port is written back in decimal, never with a leading 0)
+		for (const auto &node : *nodes)
+			t.hosts += (t.hosts.empty() ? "" : ",") + node.host + ":" + std::to_string(node.port);
 		if (auto problem = root_problem(t.root); !problem.empty())
 			return bad_url(url, problem);
 		return t;

@@ -3,8 +3,8 @@
 // component a resource name becomes.
 //
 // zookeeper://h1:p1[,h2:p2...][/chroot]
-// - a host is a name or IPv4 address ([A-Za-z0-9._-], not empty) or an IPv6
-//   literal in brackets ([::1]:2181); a port is required and must be 1-65535
+// - the host:port list every provider reads (detail/endpoints.hpp: a name,
+//   an IPv4 address or a bracketed IPv6 literal, [::1]:2181; a port 1-65535)
 //   (credentials, query strings: refused, not ignored; error messages never
 //   show credentials: the provider takes none, authentication is issue 22);
 // - /chroot is the parent of every resource's lock folder and defaults to

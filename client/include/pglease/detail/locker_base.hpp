@@ -1,0 +1,88 @@
+// pglease/detail/locker_base.hpp -- LockerBase: the half of a Locker every
+// provider shares (argument checks, holder labels, turning a grant into a
+// Lease), declared in a public header only because pglease::Client, the
+// PostgreSQL provider, derives from it.  Not an API of its own: the
+// machinery behind it (Grant, the lease engine) is private to the library
+// (src/detail/provider.hpp).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "pglease/lease.hpp"
+#include "pglease/locker.hpp"
+#include "pglease/options.hpp"
+#include "pglease/result.hpp"
+
+namespace pglease::detail {
+
+struct Granted;
+struct LeaseState;
+class LeaseEngine;
+
+/// The common half of every Locker: acquire() checks the options and the
+/// no-nested rule, resolves the heartbeat, calls the provider's grant(), and
+/// hands out the Lease.
+class LockerBase : public Locker {
+public:
+	Result<Lease> acquire(std::string_view resource, const LeaseOptions &options = {}) noexcept override;
+	Result<Lease> try_acquire(std::string_view resource, LeaseOptions options = {}) noexcept override;
+	/// The token-level calls: the arguments are checked here, once for every
+	/// provider (resource as for acquire, token positive, ttl positive and at
+	/// most max_ttl()), then renew_by_token / release_by_token run.
+	Result<bool> renew(std::string_view resource, std::int64_t token,
+	                   std::chrono::milliseconds ttl) noexcept final;
+	Result<bool> release(std::string_view resource, std::int64_t token) noexcept final;
+
+	/// Errc::internal when construction failed, else success.  Every call
+	/// above answers it first; a provider with state of its own adds to it.
+	[[nodiscard]] virtual Result<void> constructed() const noexcept;
+
+protected:
+	/// Holder labels of this locker are "pglease@host:pid:n:k".
+	LockerBase() noexcept;
+	~LockerBase() override;
+
+	/// Take the resource within options.wait (Errc::timeout if not granted);
+	/// holder is options.holder or a fresh label of this locker; heartbeat is
+	/// how often the grant will be renewed (options.heartbeat, or TTL/3 when
+	/// that is 0), for a provider that must keep a queued claim alive.  May
+	/// throw: acquire() turns an exception into Errc::internal, in one place
+	/// for every provider.
+	virtual Result<Granted> grant(std::string_view resource, const LeaseOptions &options,
+	                              const std::string &holder, std::chrono::milliseconds heartbeat) = 0;
+	/// The clock-drift allowance subtracted from each renewal's deadline.
+	[[nodiscard]] virtual std::chrono::milliseconds drift(std::chrono::milliseconds ttl) const noexcept;
+	/// The longest TTL this provider can hold (default: no limit).  A longer
+	/// one is refused before any I/O, with a message naming this maximum.
+	[[nodiscard]] virtual std::chrono::milliseconds max_ttl() const noexcept;
+	/// renew / release of the grant (resource, token) after the checks of
+	/// renew() / release(); true: done, false: not the current grant.  Only the
+	/// current holder's grant may be renewed or released.  May throw (turned
+	/// into Errc::internal).  Default: Errc::invalid_argument, the provider
+	/// cannot name a grant by its token.
+	virtual Result<bool> renew_by_token(std::string_view resource, std::int64_t token,
+	                                    std::chrono::milliseconds ttl);
+	virtual Result<bool> release_by_token(std::string_view resource, std::int64_t token);
+	/// Errc::invalid_argument when ttl is not positive or above max_ttl().
+	[[nodiscard]] Result<void> check_ttl(std::chrono::milliseconds ttl) const;
+
+	[[nodiscard]] const std::string &holder_prefix() const noexcept { return holder_prefix_; }
+	[[nodiscard]] const std::shared_ptr<LeaseEngine> &engine() const noexcept { return engine_; }
+	/// The state behind a Lease (null for an empty one), for a provider's own
+	/// calls on a lease, such as PostgreSQL's fenced writes.
+	[[nodiscard]] static LeaseState *state_of(const Lease &lease) noexcept;
+
+private:
+	[[nodiscard]] Result<void> check_token_call(std::string_view resource, std::int64_t token) const;
+
+	std::shared_ptr<LeaseEngine> engine_; // null when construction failed
+	std::string holder_prefix_;
+	std::atomic<unsigned long long> acquires_{0};
+};
+
+} // namespace pglease::detail

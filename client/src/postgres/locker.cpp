@@ -1,0 +1,218 @@
+// postgres/locker.cpp -- the PostgreSQL provider: pglease::Client, a
+// LockerBase like every provider's locker, its grants, and its extras
+// (status; fenced writes and advisory locks are in postgres.cpp).
+//
+// The provider's recipe is the pg_lease extension's SQL API: lease.acquire
+// waits in the server's FIFO queue, the token is the extension's token
+// sequence (strictly increasing per resource, durable), renew and release
+// act on the exact (resource, token).  What every provider shares (renewal
+// thread, loss reporting, no-nested rule, argument checks) is in lease.cpp;
+// the connections are postgres/pool.cpp's, every SQL call connection.cpp's,
+// the pqxx-typed extras postgres.cpp's.
+//
+// Locking: a PgGrant's pinned connection is used under its
+// LeaseState::op_mu; the pool locks itself.  No lock is held across a
+// database call except op_mu.
+#include "pglease/client.hpp"
+
+#include "detail/provider.hpp"
+#include "postgres/db.hpp"
+#include "postgres/pool.hpp"
+
+namespace pglease {
+namespace detail {
+
+namespace {
+
+// PgGrant -- one grant of lease.grants; a session-bound one keeps its connection
+class PgGrant final : public Grant {
+public:
+	PgGrant(std::shared_ptr<PgPool> pool, std::string resource, std::int64_t token, DbPtr pinned)
+	    : pool_(std::move(pool)), resource_(std::move(resource)), token_(token), pinned_(std::move(pinned)),
+	      session_bound_(static_cast<bool>(pinned_))
+	{
+	}
+
+	Result<bool> renew(milliseconds ttl) noexcept override
+	{
+		milliseconds grace = pool_->options().statement_grace;
+		if (!session_bound_)
+			return pool_->with_db<bool>([&](Db &db) { return db_renew(db, resource_, token_, ttl, grace); });
+		Result<bool> renewed = Error{Errc::unavailable, "", "no connection"};
+		if (pinned_ && db_usable(*pinned_))
+			renewed = db_renew(*pinned_, resource_, token_, ttl, grace);
+		if (!pinned_ || !db_usable(*pinned_)) // the session that bound the grant is gone, so is the grant
+			return Error{Errc::lost, renewed ? "" : renewed.error().sqlstate,
+			             "the connection holding session-bound lease \"" + resource_ + "\" ended"};
+		return renewed;
+	}
+
+	Result<bool> release() noexcept override
+	{
+		milliseconds grace = pool_->options().statement_grace;
+		if (!session_bound_)
+			return pool_->with_db<bool>([&](Db &db) { return db_release(db, resource_, token_, grace); });
+		Result<bool> released = Error{Errc::unavailable, "", "no connection"};
+		if (pinned_ && db_usable(*pinned_))
+			released = db_release(*pinned_, resource_, token_, grace);
+		// closing the session would end the grant anyway
+		if (released)
+			pool_->give_back(std::move(pinned_));
+		pinned_.reset();
+		return released;
+	}
+
+private:
+	std::shared_ptr<PgPool> pool_;
+	std::string resource_;
+	std::int64_t token_;
+	DbPtr pinned_; // session-bound grants live as long as this session
+	bool session_bound_;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Locker>>
+connect_postgres(std::string_view dsn, const ClientOptions &options) noexcept
+{
+	// a malformed conninfo is refused here, before any I/O
+	if (auto ok = postgres_conninfo(dsn, options.connect_timeout); !ok)
+		return ok.error();
+	try {
+		return handed_out(std::make_unique<Client>(std::string{dsn}, options));
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+} // namespace detail
+
+// ---- the provider ------------------------------------------------------------
+
+Client::Client(std::string conninfo, ClientOptions options) noexcept
+{
+	try {
+		pool_ = std::make_shared<detail::PgPool>(conninfo, options);
+	} catch (const std::exception &e) {
+		try {
+			construction_error_ = std::string{"pglease::Client could not be constructed: "} + e.what();
+		} catch (...) {
+			// no memory for the message either: constructed() has a fixed one
+		}
+	}
+}
+
+// leases that outlive the client stay valid until their deadline, unrenewed
+// (each grant keeps the pool it needs)
+Client::~Client() = default;
+
+Result<void>
+Client::constructed() const noexcept
+{
+	if (auto ok = LockerBase::constructed(); !ok)
+		return ok;
+	if (pool_)
+		return {};
+	try {
+		return Error{Errc::internal, "",
+		             construction_error_.empty() ? "pglease::Client could not be constructed"
+		                                         : construction_error_};
+	} catch (...) {
+		return Error{};
+	}
+}
+
+const std::string &
+Client::default_holder() const noexcept
+{
+	static const std::string none;
+	return pool_ ? holder_prefix() : none;
+}
+
+// Fencing tokens, fenced writes in the data's own transaction, FIFO waits,
+// ephemeral grants, durable; survives failover to a synchronous standby.
+Capabilities
+Client::capabilities() const noexcept
+{
+	Capabilities c;
+	c.distributed = true;
+	c.fencing_token = true;
+	c.fenced_write = true;
+	c.fifo_wait = true;
+	c.ephemeral = true;
+	c.durable = true;
+	c.survives_failover = true;
+	return c;
+}
+
+// lease.max_ttl's own maximum (INT_MAX seconds); the server's setting
+// (default 1 day) may be lower, and refuses a longer TTL itself (22023)
+std::chrono::milliseconds
+Client::max_ttl() const noexcept
+{
+	return std::chrono::seconds{2147483647};
+}
+
+Result<detail::Granted>
+Client::grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
+              std::chrono::milliseconds)
+{
+	using detail::Clock;
+	if (options.strategy == Strategy::advisory)
+		return Error{Errc::invalid_argument, "",
+		             "Strategy::advisory holds no lease object: use Client::with_advisory"};
+	bool session_bound = options.session_bound || options.strategy == Strategy::ephemeral;
+	Result<detail::DbPtr> db = pool_->borrow();
+	if (!db)
+		return db.error();
+	auto sent = Clock::now();
+	auto granted = detail::db_acquire(**db, resource, options.ttl, options.wait, holder, session_bound,
+	                                  detail::saturating_add(options.wait, pool_->options().statement_grace));
+	if (!granted || !*granted) {
+		pool_->give_back(std::move(*db));
+		if (!granted)
+			return granted.error();
+		return Error{Errc::timeout, "",
+		             "lease \"" + std::string{resource} + "\" not granted within " +
+		                 format_duration(options.wait)};
+	}
+	detail::DbPtr pinned;
+	if (session_bound)
+		pinned = std::move(*db);
+	else
+		pool_->give_back(std::move(*db));
+	detail::Granted g;
+	g.token = **granted;
+	g.deadline = detail::deadline_after(sent, options.ttl);
+	g.grant = std::make_unique<detail::PgGrant>(pool_, std::string{resource}, g.token, std::move(pinned));
+	return g;
+}
+
+Result<bool>
+Client::renew_by_token(std::string_view resource, std::int64_t token, std::chrono::milliseconds ttl)
+{
+	return pool_->with_db<bool>([&](detail::Db &db) {
+		return detail::db_renew(db, resource, token, ttl, pool_->options().statement_grace);
+	});
+}
+
+Result<bool>
+Client::release_by_token(std::string_view resource, std::int64_t token)
+{
+	return pool_->with_db<bool>([&](detail::Db &db) {
+		return detail::db_release(db, resource, token, pool_->options().statement_grace);
+	});
+}
+
+// ---- the extras without libpqxx types (the others: postgres.cpp) -----------
+
+Result<std::vector<LeaseInfo>>
+Client::status() noexcept
+{
+	if (auto ok = constructed(); !ok)
+		return ok.error();
+	return pool_->with_db<std::vector<LeaseInfo>>(
+	    [&](detail::Db &db) { return detail::db_status(db, pool_->options().statement_grace); });
+}
+
+} // namespace pglease
