@@ -24,6 +24,7 @@
 #include <pqxx/pqxx>
 
 #include "pglease/pglease.hpp"
+#include "pglease/postgres.hpp"
 
 namespace {
 

@@ -35,6 +35,7 @@
 #include <pqxx/pqxx>
 
 #include "pglease/pglease.hpp"
+#include "pglease/postgres.hpp"
 
 using namespace std::chrono_literals;
 using pglease::Errc;

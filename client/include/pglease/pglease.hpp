@@ -12,10 +12,3 @@
 #include "pglease/result.hpp"
 #include "pglease/version.hpp"
 
-// Source compatibility: a program that included libpqxx before this header,
-// as programs calling fenced/with_advisory did before the split, gets
-// pglease/postgres.hpp too.  It never brings in libpqxx by itself.  New code
-// includes pglease/postgres.hpp.
-#ifdef PQXX_H_TRANSACTION
-#include "pglease/postgres.hpp"
-#endif
