@@ -325,7 +325,7 @@ chrono_expression(milliseconds duration)
 
 // The advisory key: namespaced so that it cannot meet another application's
 // advisory locks, and the same expression as the client's Strategy::advisory
-// (client/src/connection.cpp), so SQL and C++ holders exclude each other.
+// (client/src/postgres/connection.cpp), so SQL and C++ holders exclude each other.
 [[nodiscard]] std::string
 advisory_key_sql(const std::string &resource)
 {
