@@ -150,6 +150,31 @@ function check_name(token, after,    p, section) {
 	}
 }
 
+# check_section -- README "Section" or <name>.md "Section": a heading of
+# that file (the top README.md for README)
+function check_section(quoted,    name, title, i, p, f) {
+	i = index(quoted, "\"")
+	title = substr(quoted, i + 1, length(quoted) - i - 1)
+	name = substr(quoted, 1, i - 2)
+	sub(/(,|'s)$/, "", name)
+	checked++
+	p = name == "README" ? "README.md" : normalize(dirname(FILENAME) "/" name)
+	if (!(p in files))
+		p = normalize(name)
+	if (!(p in files)) {
+		p = ""
+		for (f in files)
+			if (f == name || substr(f, length(f) - length(name)) == "/" name)
+				p = f
+	}
+	if (p == "") {
+		broken(name, "no such file in the repository", 1)
+		return
+	}
+	if (!((p "#" slug(title)) in anchors))
+		broken(quoted, "no heading of " p " reads \"" title "\"", 0)
+}
+
 # check_link -- a markdown link target, relative to its own file
 function check_link(target,    file, section, i, p) {
 	if (target ~ /^[A-Za-z][A-Za-z0-9+.-]*:/ || target ~ /^</)
@@ -201,6 +226,12 @@ FILENAME ~ /\.md$/ && /^ ? ? ?(```|~~~)/ { fenced = !fenced }
 		if (after ~ /^[A-Za-z0-9_]/ || before ~ /[$})>A-Za-z0-9_]/)
 			continue
 		check_name(token, after)
+	}
+	rest = line
+	while (match(rest, /(README|[A-Za-z0-9_.\/-]+\.md)(,|'s)? "[^"]+"/)) {
+		quoted = substr(rest, RSTART, RLENGTH)
+		rest = substr(rest, RSTART + RLENGTH)
+		check_section(quoted)
 	}
 	rest = line
 	while (match(rest, rooted_re)) {

@@ -1,5 +1,5 @@
 // redis/endpoint.hpp -- where the Redis providers connect: the nodes of a
-// redis:// or redlock:// URL (DESIGN.md §6b).
+// redis:// or redlock:// URL (docs/design.md#urls).
 //
 // Decisions the parser enforces:
 // - a port is required (no silent 6379) and must be 1-65535; a host must not be
