@@ -157,6 +157,8 @@ function check_section(quoted,    name, title, i, p, f) {
 	title = substr(quoted, i + 1, length(quoted) - i - 1)
 	name = substr(quoted, 1, i - 2)
 	sub(/(,|'s)$/, "", name)
+	if (title ~ /[$%[({]/) # a shell argument or a format, not a heading
+		return
 	checked++
 	p = name == "README" ? "README.md" : normalize(dirname(FILENAME) "/" name)
 	if (!(p in files))
@@ -222,8 +224,9 @@ FILENAME ~ /\.md$/ && /^ ? ? ?(```|~~~)/ { fenced = !fenced }
 		after = substr(rest, RSTART + RLENGTH)
 		prev = substr(token, length(token), 1)
 		rest = after
-		# a longer word (lease.counter), or a computed path ($ROOT/x, $(...)/x)
-		if (after ~ /^[A-Za-z0-9_]/ || before ~ /[$})>A-Za-z0-9_]/)
+		# a longer word (lease.counter), or a computed path ($ROOT/x, $(...)/x,
+		# %s/x, <NAME>/x)
+		if (after ~ /^[A-Za-z0-9_]/ || before ~ /[$%})>A-Za-z0-9_]/)
 			continue
 		check_name(token, after)
 	}
