@@ -4,7 +4,7 @@
 # One optional provider of pglease as a static library of its own
 # (pglease_<NAME>, exported as pglease::<NAME>): the pglease target stays free
 # of the provider's client library, so a service that links only the
-# PostgreSQL provider pulls in no new one (DESIGN.md §6b).
+# PostgreSQL provider pulls in no new one (docs/design.md#components).
 #
 # Nothing references the object that registers the provider's URL schemes
 # with connect() (src/<NAME>/component.cpp defines pglease_<NAME>_component),

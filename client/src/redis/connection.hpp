@@ -1,6 +1,6 @@
 // redis/connection.hpp -- one synchronous connection to a Redis node, and a
 // subscriber connection for pub/sub wake-ups: the plumbing the Redis and
-// Redlock providers stand on (DESIGN.md §6b).
+// Redlock providers stand on (docs/design.md#wire-formats).
 //
 // No recipe lives here.  The providers implement the Redis distlock page's
 // recipes (https://redis.io/docs/latest/develop/clients/patterns/distributed-locks/:

@@ -1,5 +1,5 @@
 // redis/endpoint.hpp -- where the Redis providers connect: the nodes of a
-// redis:// or redlock:// URL (DESIGN.md §6b).
+// redis:// or redlock:// URL (docs/design.md#urls).
 //
 // Decisions the parser enforces:
 // - the nodes are a host:port list as every provider reads it

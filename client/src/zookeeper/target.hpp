@@ -1,5 +1,5 @@
 // zookeeper/target.hpp -- where the ZooKeeper provider connects and where its
-// lock nodes live: a zookeeper:// URL (DESIGN.md §6b), and the one path
+// lock nodes live: a zookeeper:// URL (docs/design.md#urls), and the one path
 // component a resource name becomes.
 //
 // zookeeper://h1:p1[,h2:p2...][/chroot]
