@@ -341,6 +341,30 @@ Gateway::call_deadline() const noexcept
 	return deadline_after(Clock::now(), options_.statement_grace);
 }
 
+// reply_of -- a gateway answer as a Reply: its body, and the gRPC error it
+// carries if any (a streaming call's one message is unwrapped first)
+Reply
+reply_of(Json parsed)
+{
+	Reply reply;
+	if (parsed.contains("result") && parsed["result"].is_object()) // a streaming call's one message
+		parsed = parsed["result"];
+	if (parsed.contains("error")) {
+		const Json &e = parsed["error"];
+		if (e.is_object()) { // a streaming call's error
+			reply.grpc_code = static_cast<int>(int64_of(e, "grpc_code"));
+			reply.message = e.value("message", "");
+		} else {
+			reply.grpc_code = static_cast<int>(int64_of(parsed, "code"));
+			reply.message = parsed.value("message", e.is_string() ? e.get<std::string>() : "");
+		}
+		if (reply.grpc_code == 0)
+			reply.grpc_code = 2; // UNKNOWN
+	}
+	reply.body = std::move(parsed);
+	return reply;
+}
+
 Result<Reply>
 Gateway::post(std::string_view path, const Json &body, Clock::time_point deadline) noexcept
 {
@@ -391,21 +415,7 @@ Gateway::post(std::string_view path, const Json &body, Clock::time_point deadlin
 			if (parsed.is_discarded() || !parsed.is_object())
 				return Error{Errc::internal, "",
 				             "etcd " + url + ": not a JSON object: " + received.substr(0, 200)};
-			Reply reply;
-			if (parsed.contains("result") && parsed["result"].is_object()) // a streaming call's one message
-				parsed = parsed["result"];
-			if (parsed.contains("error")) {
-				const Json &e = parsed["error"];
-				if (e.is_object()) { // a streaming call's error
-					reply.grpc_code = static_cast<int>(int64_of(e, "grpc_code"));
-					reply.message = e.value("message", "");
-				} else {
-					reply.grpc_code = static_cast<int>(int64_of(parsed, "code"));
-					reply.message = parsed.value("message", e.is_string() ? e.get<std::string>() : "");
-				}
-				if (reply.grpc_code == 0)
-					reply.grpc_code = 2; // UNKNOWN
-			}
+			Reply reply = reply_of(std::move(parsed));
 			if (reply.grpc_code == grpc_unavailable || reply.grpc_code == grpc_cancelled) {
 				// no leader, or the member is stopping (its gateway's own connection
 				// "is closing": CANCELLED): another member may answer.  Every
@@ -415,7 +425,6 @@ Gateway::post(std::string_view path, const Json &body, Clock::time_point deadlin
 				continue;
 			}
 			reachable(i);
-			reply.body = std::move(parsed);
 			return reply;
 		}
 		return Error{Errc::unavailable, "", failures};
