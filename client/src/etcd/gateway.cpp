@@ -341,6 +341,8 @@ Gateway::call_deadline() const noexcept
 	return deadline_after(Clock::now(), options_.statement_grace);
 }
 
+namespace {
+
 // reply_of -- a gateway answer as a Reply: its body, and the gRPC error it
 // carries if any (a streaming call's one message is unwrapped first)
 Reply
@@ -364,6 +366,8 @@ reply_of(Json parsed)
 	reply.body = std::move(parsed);
 	return reply;
 }
+
+} // namespace
 
 Result<Reply>
 Gateway::post(std::string_view path, const Json &body, Clock::time_point deadline) noexcept
