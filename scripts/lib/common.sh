@@ -98,22 +98,31 @@ count_checks() {
 # over BUILD's registered tests (output shown for a failed one), then the
 # summary, in the same terms for every suite
 run_ctest() {
-	local title="$1" build="$2" start out rc=0 registered ran failed checks
+	local title="$1" build="$2" start out rc=0 registered ran failed skipped checks
 	shift 2
 	start="$(date +%s)"
 	out="$(mktemp)"
 	ctest --test-dir "$build" --output-on-failure "$@" | tee "$out" || rc=$?
+	# before ctest -N, which writes LastTest.log anew
+	read -r -a checks <<<"$(count_checks "$build/Testing/Temporary/LastTest.log")"
 	registered="$(ctest --test-dir "$build" -N | sed -n 's/^Total Tests: //p')"
 	ran="$(sed -n 's/^.*tests passed, [0-9]* tests\{0,1\} failed out of \([0-9]*\).*$/\1/p' "$out")"
-	# "  12 - name (Failed)" after "The following tests FAILED:"
-	failed="$(sed -n '/^The following tests FAILED:/,$ s/^[[:space:]]*[0-9]* - \(.*\) (.*)$/\1/p' "$out" | paste -sd' ')"
-	read -r -a checks <<<"$(count_checks "$build/Testing/Temporary/LastTest.log")"
+	# "  12 - name (Failed)" after "The following tests FAILED:", "(Skipped)" in the list before it
+	failed="$(ctest_listed 'FAILED' "$out")"
+	skipped="$(ctest_listed 'did not run' "$out")"
 	rm -f "$out"
 	echo
-	echo "$title: ${ran:-0} of ${registered:-0} registered tests run (ctest -N), $((${ran:-0} - $(wc -w <<<"$failed"))) passed," \
-		"$(wc -w <<<"$failed") failed${failed:+: $failed}; inside them ${checks[0]} checks ok," \
-		"${checks[1]} not ok; $(($(date +%s) - start)) s"
+	echo "$title: ${ran:-0} of ${registered:-0} registered tests run (ctest -N):" \
+		"$((${ran:-0} - $(wc -w <<<"$failed $skipped"))) passed, $(wc -w <<<"$skipped") skipped${skipped:+ ($skipped)}," \
+		"$(wc -w <<<"$failed") failed${failed:+: $failed}; inside them ${checks[0]} checks ok, ${checks[1]} not ok;" \
+		"$(($(date +%s) - start)) s"
 	[ "$rc" -eq 0 ] && [ -z "$failed" ] && [ "${ran:-0}" -gt 0 ]
+}
+
+# ctest_listed HEADING FILE -- the test names ctest lists under "The
+# following tests HEADING:", on one line
+ctest_listed() {
+	sed -n "/^The following tests $1:/,/^\$/ s/^[[:space:]]*[0-9]* - \(.*\) (.*)\$/\1/p" "$2" | paste -sd' '
 }
 
 # ---- throwaway servers: each a daemon whose pid is kept in a pidfile -------
