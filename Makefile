@@ -41,12 +41,15 @@ BUILD_DIR ?= build
 CMAKE_FLAGS ?=
 
 # These work before the PostgreSQL build files exist: they install them first.
+# make test: every test registered with CTest (tests/CMakeLists.txt);
+# CTEST_ARGS narrows it (e.g. CTEST_ARGS="-L unit" or "-R shell").
 test:
-	scripts/test.sh
+	scripts/test.sh $(CTEST_ARGS)
 
 demo:
 	scripts/demo.sh
 
+# the fault suite in full (the CTest label "faults"; make test runs it quick)
 faults:
 	scripts/faults.sh
 
@@ -65,7 +68,7 @@ bench-quick:
 deps:
 	scripts/install-deps.sh
 
-# The C++ client library, CLI and tests (CMake; see client/CMakeLists.txt).
+# The C++ client library, CLI and tests (CMake; client/CMakeLists.txt, tests/CMakeLists.txt).
 client:
 	cmake -S client -B $(BUILD_DIR)/client $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD_DIR)/client -j2

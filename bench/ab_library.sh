@@ -25,17 +25,16 @@ CLIENTS="${PGLEASE_AB_CLIENTS:-1 8}"
 PORT="${PGLEASE_AB_PORT:-54345}"
 NRES="${PGLEASE_AB_NRES:-10000}"
 LIBDIR="$(pg_config --pkglibdir)"
-WORK="$(mktemp -d /tmp/pg_lease_ab.XXXXXX)"
-chmod 755 "$WORK"
+source "$REPO/scripts/lib/common.sh" # on_exit, work_dir
+work_dir pg_lease_ab
 export PGLEASE_TEST_PORT="$PORT"
 
-cleanup() {
+restore_library() {
 	"$REPO/scripts/cluster.sh" stop "$WORK/cluster" immediate >/dev/null 2>&1 || true
 	[ -f "$WORK/B.so" ] && cp "$WORK/B.so" "$LIBDIR/pg_lease.so"
 	git -C "$REPO" worktree remove --force "$WORK/rev" >/dev/null 2>&1 || true
-	rm -rf "$WORK"
 }
-trap cleanup EXIT
+on_exit restore_library
 
 "$REPO/scripts/install-extension.sh"
 cp "$LIBDIR/pg_lease.so" "$WORK/B.so"

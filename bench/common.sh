@@ -1,6 +1,7 @@
 # bench/common.sh -- the helpers of bench/run.sh (sourced, not run).
 #
-# The caller sets BENCH_DIR, REPO and defines die() and log() first.
+# The caller sets BENCH_DIR, REPO, sources scripts/lib/common.sh (die, psql_q)
+# and defines log() first.
 # Functions:
 #   bench_prerequisites   install what is missing, this checkout's extension if the
 #                         installed one differs, build the client libraries and the driver
@@ -13,7 +14,8 @@
 # bench_prerequisites: what the benchmark needs, installed by scripts/install-deps.sh
 # when missing (PostgreSQL 15, redis, etcd, ZooKeeper, the client's libraries, g++);
 # this checkout's extension when the installed one differs; the client libraries
-# (build/client, only the library targets) and the driver (build/bench/bench).
+# (build/client, only the library targets) and the driver (the CMake target
+# pglease_bench of tests/CMakeLists.txt: build/client/pglease_bench).
 bench_prerequisites() {
 	local c missing=""
 	for c in pg_config redis-server redis-cli etcd java g++ cmake curl; do
@@ -48,19 +50,9 @@ bench_prerequisites() {
 	local lib="$REPO/build/client"
 	cmake -S "$REPO/client" -B "$lib" >/dev/null || die "cmake of client/ failed"
 	log "building the client libraries in $lib"
-	cmake --build "$lib" -j2 --target pglease pglease_redis pglease_etcd pglease_zookeeper >/dev/null ||
-		die "building the client libraries failed"
-	DRIVER="$REPO/build/bench/bench"
-	mkdir -p "$REPO/build/bench"
-	if [ ! -x "$DRIVER" ] || [ -n "$(find "$BENCH_DIR" "$lib" -maxdepth 1 \( -name '*.[ch]pp' -o -name '*.a' \) -newer "$DRIVER")" ]; then
-		log "building $DRIVER"
-		g++ -O2 -std=c++17 -pthread -Wall -Wextra -Werror -I"$REPO/client/include" -I"$lib/include" \
-			-I"$(pg_config --includedir)" "$BENCH_DIR"/{bench,systems,report}.cpp -o "$DRIVER" \
-			-Wl,--undefined=pglease_redis_component -Wl,--undefined=pglease_etcd_component \
-			-Wl,--undefined=pglease_zookeeper_component "$lib"/libpglease_{etcd,zookeeper,redis}.a \
-			"$lib/libpglease.a" -lpqxx -lpq -lhiredis -lcurl -lzookeeper_mt ||
-			die "building the benchmark driver failed"
-	fi
+	cmake --build "$lib" -j2 --target pglease_bench >/dev/null ||
+		die "building the client libraries and the benchmark driver failed"
+	DRIVER="$lib/pglease_bench"
 }
 
 cpu_busy_pct() {
@@ -106,8 +98,7 @@ measure_fdatasync() {
 sql() {
 	local dir="$1" port="$2" db="$3"
 	shift 3
-	PGOPTIONS='-c client_min_messages=warning' \
-		"$PSQL" -X -q -At -v ON_ERROR_STOP=1 -h "$dir/sock" -p "$port" -U postgres -d "$db" "$@"
+	PGOPTIONS='-c client_min_messages=warning' psql_q -h "$dir/sock" -p "$port" -U postgres -d "$db" "$@"
 }
 
 conninfo() { echo "host=$1/sock port=$2 user=postgres"; }

@@ -14,17 +14,12 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CLI="$ROOT/build/client/pglease"
 REPS="${1:-5}"
-[ -x "$CLI" ] || { echo "failover_window.sh: $CLI missing: run 'make client'" >&2; exit 1; }
-WORK="$(mktemp -d /tmp/pglease_window.XXXXXX)"
+source "$ROOT/scripts/lib/common.sh" # die, now_ms, on_exit, work_dir
+[ -x "$CLI" ] || die "$CLI missing: run 'make client'"
+work_dir pglease_window
 export ZK_PEER_OFFSET=10
 declare -a DIRS=()
-cleanup() {
-	local d
-	for d in "${DIRS[@]}"; do "$ROOT/scripts/${d%%:*}.sh" kill "${d#*:}" >/dev/null 2>&1 || true; done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-now_ms() { date +%s%3N; }
+on_exit 'for d in "${DIRS[@]}"; do "$ROOT/scripts/${d%%:*}.sh" kill "${d#*:}" >/dev/null 2>&1 || true; done'
 
 # start_cluster SYSTEM RUN PORTS... -- three members in the background, wait for all
 start_cluster() {

@@ -36,7 +36,7 @@ OUT_DIR="$BENCH_DIR/results"
 OUT_MD="$OUT_DIR/pgbench.md"
 RAW_DIR="$OUT_DIR/raw"
 
-die() { echo "pgbench.sh: $*" >&2; exit 1; }
+source "$REPO/scripts/lib/common.sh" # die, psql_q, on_exit
 log() { echo "pgbench.sh: $*" >&2; }
 
 # ---- prerequisites -----------------------------------------------------------
@@ -68,19 +68,15 @@ done
 
 # ---- throwaway cluster --------------------------------------------------------
 CLUSTER_DIR="$(mktemp -d /tmp/pglease-bench.XXXXXX)"
-cleanup() {
-	PGLEASE_TEST_PORT="$PORT" "$CLUSTER" stop "$CLUSTER_DIR" fast >/dev/null 2>&1 || true
-	rm -rf "$CLUSTER_DIR"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit 'rm -rf "$CLUSTER_DIR"'
+on_exit 'PGLEASE_TEST_PORT="$PORT" "$CLUSTER" stop "$CLUSTER_DIR" fast >/dev/null 2>&1 || true'
 
 log "starting cluster in $CLUSTER_DIR on port $PORT"
 PGLEASE_TEST_PORT="$PORT" "$CLUSTER" start "$CLUSTER_DIR" preload
 eval "$(PGLEASE_TEST_PORT="$PORT" "$CLUSTER" env "$CLUSTER_DIR")"
 export PGHOST PGPORT PGUSER PGDATABASE
 
-sql() { "$PSQL" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+sql() { psql_q "$@"; }
 
 sql <<'EOF'
 CREATE EXTENSION pg_lease;
@@ -113,7 +109,7 @@ DIRTY="$(git -C "$REPO" status --porcelain -- extension 2>/dev/null | head -1)"
 
 mkdir -p "$RAW_DIR"
 RESULTS="$(mktemp)"   # lines: system clients rep tps
-trap 'rm -f "$RESULTS"; cleanup' EXIT
+on_exit 'rm -f "$RESULTS"'
 
 run_pgbench() {   # system clients duration-args... -> prints tps
 	local sys="$1" c="$2" logf="$3"; shift 3

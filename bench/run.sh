@@ -31,7 +31,7 @@ BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$BENCH_DIR/.." && pwd)"
 T0="$(date +%s)"
 
-die() { echo "run.sh: $*" >&2; exit 1; }
+source "$REPO/scripts/lib/common.sh" # die, psql_q, on_exit, work_dir
 log() { echo "run.sh: [$(( $(date +%s) - T0 )) s] $*" >&2; }
 
 QUICK=0
@@ -69,10 +69,9 @@ REDLOCK=($((BASE + 12)) $((BASE + 13)) $((BASE + 14))) ETCD=$((BASE + 20)) ZK=$(
 bench_prerequisites
 
 # ---- throwaway servers, always stopped ---------------------------------------------------
-WORK="$(mktemp -d /tmp/pglease-bench.XXXXXX)"
-chmod 755 "$WORK" # the clusters run as postgres
+work_dir pglease-bench # the clusters run as postgres
 REDIS_PIDS=()
-cleanup() {
+stop_servers() {
 	local p
 	for p in "${REDIS_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${REDIS_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -80,10 +79,8 @@ cleanup() {
 	[ ! -d "$WORK/zk" ] || "$REPO/scripts/zookeeper.sh" stop "$WORK/zk" >/dev/null 2>&1 || true
 	[ ! -d "$WORK/pre" ] || PGLEASE_TEST_PORT="$PORT_PRE" "$CLUSTER" stop "$WORK/pre" fast >/dev/null 2>&1 || true
 	[ ! -d "$WORK/plain" ] || PGLEASE_TEST_PORT="$PORT_PLAIN" "$CLUSTER" stop "$WORK/plain" fast >/dev/null 2>&1 || true
-	rm -rf "$WORK"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit stop_servers
 
 # ---- the machine, before anything of ours runs -------------------------------------------------
 NPROC="$(nproc)"

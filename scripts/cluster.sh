@@ -13,7 +13,7 @@ set -euo pipefail
 PG_BINDIR="$(pg_config --bindir)"
 PORT="${PGLEASE_TEST_PORT:-54329}"
 
-die() { echo "cluster.sh: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" # die
 
 as_owner() {
 	# run from / : the unprivileged user may not be able to enter the caller's directory

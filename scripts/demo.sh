@@ -8,31 +8,31 @@
 # longer than the TTL: its renewals stop, the lease expires, the others carry
 # on with higher tokens.  Then SIGCONT: the frozen worker, still believing it
 # holds the lease, tries its write -- and lease.fence rejects it (LS001)
-# inside its own transaction.  The demo ends by checking the ledger.
+# inside its own transaction.  The demo ends by checking the ledger (and
+# exits non-zero if the check fails: make test runs it as example.demo, with
+# DEMO_SKIP_INSTALL=1, the build being done).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-"$ROOT/scripts/install-deps.sh"
-"$ROOT/scripts/install-extension.sh" # extension and client (make install)
+source "$ROOT/scripts/lib/common.sh"
+if [ "${DEMO_SKIP_INSTALL:-0}" != 1 ]; then
+	"$ROOT/scripts/install-deps.sh"
+	"$ROOT/scripts/install-extension.sh" # extension and client (make install)
+fi
 
 WORKER="$ROOT/build/client/pglease_ledger_worker"
-[ -x "$WORKER" ] || { echo "demo: $WORKER was not built" >&2; exit 1; }
+[ -x "$WORKER" ] || die "$WORKER was not built"
 
-DIR="$(mktemp -d /tmp/pg_lease_demo.XXXXXX)"
-chmod 755 "$DIR"
+work_dir pg_lease_demo
+DIR="$WORK"
 export PGLEASE_TEST_PORT="${PGLEASE_DEMO_PORT:-54351}"
 pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
-	"$ROOT/scripts/cluster.sh" stop "$DIR/pg" immediate || true
-	rm -rf "$DIR"
-}
-trap cleanup EXIT
+on_exit '"$ROOT/scripts/cluster.sh" stop "$DIR/pg" immediate || true'
+on_exit 'for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done'
 "$ROOT/scripts/cluster.sh" start "$DIR/pg" preload
 eval "$("$ROOT/scripts/cluster.sh" env "$DIR/pg")"
 
-sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
+sql() { psql_q "$@"; }
 event() { echo "$(now_ms) demo $*" >>"$DIR/demo.log"; }
 
 sql -c "CREATE EXTENSION pg_lease" \
@@ -61,7 +61,7 @@ for attempt in $(seq 1 200); do
 	fi
 	sleep 0.05
 done
-[ -n "$frozen" ] || { echo "demo: no worker could be frozen while holding the lease" >&2; exit 1; }
+[ -n "$frozen" ] || die "no worker could be frozen while holding the lease"
 sleep 3.5
 event "SIGCONT $frozen after 3.5s"
 kill -CONT "$pid"
@@ -69,7 +69,7 @@ kill -CONT "$pid"
 deadline=$(($(now_ms) + 45000))
 for p in "${pids[@]}"; do
 	while kill -0 "$p" 2>/dev/null; do
-		[ "$(now_ms)" -lt "$deadline" ] || { echo "demo: workers did not finish in time" >&2; exit 1; }
+		[ "$(now_ms)" -lt "$deadline" ] || die "workers did not finish in time"
 		sleep 0.1
 	done
 done

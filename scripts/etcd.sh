@@ -21,7 +21,7 @@
 # lost leader is replaced within a second.  etcd runs fine as root.
 set -euo pipefail
 
-die() { echo "etcd.sh: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" # die, and the pidfile plumbing
 
 command -v etcd >/dev/null 2>&1 || die "etcd not found: install etcd-server (scripts/install-deps.sh)"
 command -v curl >/dev/null 2>&1 || die "curl not found: install curl (scripts/install-deps.sh)"
@@ -29,7 +29,6 @@ command -v curl >/dev/null 2>&1 || die "curl not found: install curl (scripts/in
 cmd="${1:-}"; dir="${2:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: etcd.sh start DIR PORT [CLUSTER-SPEC] | stop|kill|restart DIR"
 
-source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
 
 valid_port() {
 	[[ "$1" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 65534 ] || die "bad port '$1' (1-65534)"

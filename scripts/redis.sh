@@ -13,7 +13,7 @@
 # redis-server runs fine as root, so unlike cluster.sh no user switch.
 set -euo pipefail
 
-die() { echo "redis.sh: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" # die, and the pidfile plumbing
 
 command -v redis-server >/dev/null 2>&1 ||
 	die "redis-server not found: install redis-server (scripts/install-deps.sh)"
@@ -23,7 +23,6 @@ command -v redis-cli >/dev/null 2>&1 ||
 cmd="${1:-}"; dir="${2:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: redis.sh start DIR PORT [persist] | stop|kill|restart DIR"
 
-source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
 
 case "$cmd" in
 start)

@@ -24,7 +24,7 @@
 # is never used (install-deps.sh disables it).
 set -euo pipefail
 
-die() { echo "zookeeper.sh: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" # die, and the pidfile plumbing
 
 JAVA="${JAVA:-java}"
 peer="${ZK_PEER_OFFSET:-100}"
@@ -40,7 +40,6 @@ cmd="${1:-}"; dir="${2:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] ||
 	die "usage: zookeeper.sh start DIR PORT [ENSEMBLE ID] | stop|kill|restart|mode DIR"
 
-source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
 
 # four_letter PORT WORD -- the server's answer to a four-letter word, or nothing
 four_letter() {

@@ -6,17 +6,17 @@
 # Prints "ok - ..." per property, or "not ok - ..." with the offending
 # events, and exits non-zero if any property fails.
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/lib/common.sh"
 db="$1"
 shift
-failures=0
 tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+on_exit 'rm -rf "$tmp"'
 cat "$@" | awk '$1 == "G" { print $2 "\t" $3 "\t" $4 "\t" $5 "\t" $6 }' >"$tmp/grants.tsv"
 cat "$@" | awk '$1 == "A" { print $2 "\t" $3 "\t" $4 }' >"$tmp/acks.tsv"
 chmod 644 "$tmp"/*.tsv
 chmod 755 "$tmp"
 
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$db" "$@"; }
+q() { psql_q -d "$db" "$@"; }
 
 q <<SQL
 CREATE TABLE IF NOT EXISTS client_grants (resource text, token bigint, holder text, send_us bigint, recv_us bigint);

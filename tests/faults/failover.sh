@@ -14,7 +14,7 @@ PORT="${FAULTS_PORT:-54403}"
 if [ "$QUICK" = 1 ]; then AFTER_GRANTS=20; else AFTER_GRANTS=200; fi
 BINDIR="$(pg_config --bindir)"
 as_pg() { (cd / && runuser -u postgres -- "$@"); }
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
+q() { psql_q "$@"; }
 now_us() { date +%s%6N; }
 
 # run_failover MODE (sync|async) -- returns the checker's exit status in $checked

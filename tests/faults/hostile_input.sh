@@ -28,10 +28,8 @@
 # leak warning in the server log.
 #
 # FAULTS_QUICK=1: 2,800 calls (CI); default: 22,000.
-set -euo pipefail
-
-HERE="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
+source "$(dirname "$0")/lib.sh" # ROOT, WORK, start_cluster, ok/not_ok
+HERE="$ROOT/tests/faults"
 PORT="${FAULTS_PORT:-54410}"
 SEED="${FAULTS_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000))}"
 if [ "${FAULTS_QUICK:-0}" = 1 ]; then
@@ -41,30 +39,12 @@ else
 fi
 TOTAL=$((BATCHES * PER_BATCH))
 DB=hostile
-failures=0
 
-command -v pg_config >/dev/null || { echo "pg_config not found: run scripts/install-deps.sh" >&2; exit 2; }
-[ -f "$(pg_config --sharedir)/extension/pg_lease.control" ] ||
-	{ echo "pg_lease is not installed: run scripts/install-extension.sh" >&2; exit 2; }
-
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
-
-WORK="$(mktemp -d /tmp/pg_lease_hostile.XXXXXX)"
-chmod 755 "$WORK"
-export PGLEASE_TEST_PORT="$PORT"
-cleanup() {
-	"$ROOT/scripts/cluster.sh" stop "$WORK" immediate >/dev/null 2>&1 || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-timeout 90 "$ROOT/scripts/cluster.sh" start "$WORK" preload
-eval "$("$ROOT/scripts/cluster.sh" env "$WORK")"
+start_cluster "$WORK" "$PORT" preload
+use_cluster "$WORK" "$PORT"
 
 # q [psql args] -- superuser, the storm database, tuples only, bounded
-q() { timeout 60 psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
+q() { PSQL_TIMEOUT=60 psql_q -d "$DB" "$@"; }
 
 start_s=$SECONDS
 echo "# seed $SEED (rerun with FAULTS_SEED=$SEED), $BATCHES batches of $PER_BATCH calls"

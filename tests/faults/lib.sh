@@ -5,16 +5,18 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-source "$ROOT/tests/lib/checks.sh"
+source "$ROOT/scripts/lib/common.sh"
 CLUSTER="$ROOT/scripts/cluster.sh"
 WORKER="$ROOT/build/client/pglease_fault_worker"
 QUICK="${FAULTS_QUICK:-0}"
-WORK="$(mktemp -d /tmp/pg_lease_faults.XXXXXX)"
-chmod 755 "$WORK"
+work_dir pg_lease_faults
 declare -a CLEANUP_CLUSTERS=()
 declare -a WORKER_PIDS=()
 
 [ -x "$WORKER" ] || { echo "not ok - fault worker missing: build it with 'make client'"; exit 1; }
+command -v pg_config >/dev/null || { echo "not ok - pg_config not found: run scripts/install-deps.sh"; exit 1; }
+[ -f "$(pg_config --sharedir)/extension/pg_lease.control" ] ||
+	{ echo "not ok - pg_lease is not installed: run scripts/install-extension.sh"; exit 1; }
 
 faults_cleanup() {
 	for p in "${WORKER_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
@@ -22,9 +24,8 @@ faults_cleanup() {
 		port="${c%%:*}" dir="${c#*:}"
 		PGLEASE_TEST_PORT="$port" "$CLUSTER" stop "$dir" immediate >/dev/null 2>&1 || true
 	done
-	rm -rf "$WORK"
 }
-trap faults_cleanup EXIT
+on_exit faults_cleanup
 
 # start_cluster DIR PORT [preload|nopreload] -- and remember to stop it
 start_cluster() {

@@ -12,7 +12,8 @@
 #      connection, served by several backends, all correct; the holder label
 #      (not the backend) is the idempotency key; a stale fence fails LS001;
 #      tokens increase.
-#   2. C++ client (tests/faults/pooler_test.cpp, and client_test cases via
+#   2. C++ client (tests/faults/pooler_test.cpp, built by CMake as
+#      build/client/pooler_test, and client_test cases via
 #      --gtest_filter): auto-renew, renew, fenced writes, release, stale
 #      token, ephemeral and advisory strategies through the pooler; what its
 #      session-level SET statement_timeout does there ("# observed:" lines).
@@ -31,14 +32,10 @@
 #   FAULTS_STRICT=0            the statement_timeout checks only report what they see
 #
 # Prints "ok - name" / "not ok - name: why", and exits non-zero on a failure.
-set -euo pipefail
-
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-QUICK="${FAULTS_QUICK:-0}"
+source "$(dirname "$0")/lib.sh" # ROOT, QUICK, WORK, start_cluster, expect
 PORT="${FAULTS_PORT:-54420}"
 BPORT="${FAULTS_BOUNCER_PORT:-64420}"
 export PGLEASE_TEST_PORT="$PORT"
-source "$ROOT/tests/lib/checks.sh" # expect, failures
 t_start="$(date +%s)"
 
 # ---- prerequisites -----------------------------------------------------------
@@ -55,29 +52,21 @@ setup_failed() {
 PGBOUNCER="$(command -v pgbouncer || true)"
 [ -z "$PGBOUNCER" ] && [ -x /usr/sbin/pgbouncer ] && PGBOUNCER=/usr/sbin/pgbouncer
 [ -n "$PGBOUNCER" ] || missing "pgbouncer not found: apt-get install pgbouncer (Debian package; scripts/install-deps.sh installs it)"
-command -v psql >/dev/null && command -v pg_config >/dev/null ||
-	missing "psql/pg_config not found: apt-get install postgresql-15 postgresql-server-dev-15 (scripts/install-deps.sh)"
-[ -f "$(pg_config --sharedir)/extension/pg_lease.control" ] ||
-	missing "pg_lease is not installed in $(pg_config --sharedir): run scripts/install-extension.sh (as root)"
-[ -f "$ROOT/build/client/libpglease.a" ] && [ -x "$ROOT/build/client/client_test" ] ||
-	missing "the C++ client is not built: run 'make client' (build/client/)"
-command -v g++ >/dev/null && pkg-config --exists libpqxx && [ -f /usr/include/gtest/gtest.h ] ||
-	missing "g++, libpqxx-dev or libgtest-dev missing: apt-get install g++ pkg-config libpqxx-dev libgtest-dev"
+BIN="$ROOT/build/client/pooler_test"
+[ -x "$BIN" ] && [ -x "$ROOT/build/client/client_test" ] ||
+	missing "the C++ client and its tests are not built: run 'make client' (build/client/)"
 if [ "$(id -u)" -eq 0 ]; then
 	id postgres >/dev/null 2>&1 || missing "user 'postgres' not found: apt-get install postgresql-15"
 fi
 
 # ---- cluster, pooler, cleanup -----------------------------------------------
 
-WORK="$(mktemp -d /tmp/pg_lease_pooler.XXXXXX)"
-chmod 755 "$WORK"
 BDIR="$WORK/bouncer"
-COMPILE_PID=""
 BG_PIDS=()
 
-cleanup() {
+stop_pooler() {
 	local pid i
-	for pid in "${BG_PIDS[@]}" $COMPILE_PID; do
+	for pid in "${BG_PIDS[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
 	# the pid file names our daemonized pgbouncer; check before signalling
@@ -89,11 +78,8 @@ cleanup() {
 			sleep 0.1
 		done
 	fi
-	"$ROOT/scripts/cluster.sh" stop "$WORK/pg" fast >/dev/null 2>&1 || true
-	rm -rf "$WORK"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit stop_pooler
 
 # as_postgres CMD... -- run as the cluster's owner (from /, which it can enter)
 as_postgres() {
@@ -104,15 +90,7 @@ as_postgres() {
 	fi
 }
 
-# the C++ test builds while the SQL checks run (g++ takes a few seconds)
-BIN="$WORK/pooler_test"
-# shellcheck disable=SC2046
-timeout 180 g++ -std=c++17 -O0 -I "$ROOT/client/include" "$ROOT/tests/faults/pooler_test.cpp" \
-	"$ROOT/build/client/libpglease.a" $(pkg-config --libs libpqxx libpq) -lgtest -lgtest_main -pthread \
-	-o "$BIN" >"$WORK/compile.log" 2>&1 &
-COMPILE_PID=$!
-
-"$ROOT/scripts/cluster.sh" start "$WORK/pg" preload
+start_cluster "$WORK/pg" "$PORT" preload
 SOCK="$WORK/pg/sock"
 DIRECT="host=$SOCK port=$PORT dbname=faults user=postgres"
 POOL="host=$BDIR port=$BPORT dbname=faults user=postgres"
@@ -166,7 +144,7 @@ echo "# cluster on $SOCK:$PORT, pgbouncer $("$PGBOUNCER" --version | head -1 | a
 qon() {
 	local dsn="$1"
 	shift
-	timeout 20 psql -X -q -A -t -v ON_ERROR_STOP=1 "$dsn" "$@"
+	PSQL_TIMEOUT=20 psql_q "$dsn" "$@"
 }
 qd() { qon "$DIRECT" "$@"; }
 
@@ -190,8 +168,6 @@ run_file() {
 }
 # field NAME KEY -- the value after KEY in NAME.out
 field() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$WORK/$1.out"; }
-
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # ---- 1. the SQL API through the pooler ---------------------------------------
 
@@ -384,20 +360,11 @@ gtest_report() {
 	fi
 }
 
+warm "$POOL" 3
 rc=0
-wait "$COMPILE_PID" || rc=$?
-COMPILE_PID=""
-if [ "$rc" -ne 0 ]; then
-	sed 's/^/#   /' "$WORK/compile.log"
-	echo "not ok - pooler_test builds: g++ exited $rc"
-	failures=$((failures + 1))
-else
-	warm "$POOL" 3
-	rc=0
-	FAULTS_POOL_DSN="$POOL" FAULTS_ONE_DSN="$ONE" FAULTS_FRESH_DSN="$FRESH" FAULTS_DIRECT_DSN="$DIRECT" \
-		timeout 120 "$BIN" >"$WORK/pooler_test.out" 2>&1 || rc=$?
-	gtest_report "pooler_test" "$WORK/pooler_test.out" "$rc"
-fi
+FAULTS_POOL_DSN="$POOL" FAULTS_ONE_DSN="$ONE" FAULTS_FRESH_DSN="$FRESH" FAULTS_DIRECT_DSN="$DIRECT" \
+	timeout 120 "$BIN" >"$WORK/pooler_test.out" 2>&1 || rc=$?
+gtest_report "pooler_test" "$WORK/pooler_test.out" "$rc"
 
 # The project's own client suite, pointed at the pooler (its Admin connects
 # through the pooler too).  Not here: the restart tests (they restart the

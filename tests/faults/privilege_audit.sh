@@ -26,49 +26,29 @@
 # The victim's rows must be byte for byte (ctid, xmin, every column) as they
 # were before the attacks.  FAULTS_QUICK=1 tries the per-function DDL on
 # three functions instead of all.
-set -euo pipefail
-
-HERE="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
+source "$(dirname "$0")/lib.sh" # ROOT, QUICK, WORK, start_cluster, ok/not_ok
+HERE="$ROOT/tests/faults"
 PORT="${FAULTS_PORT:-54411}"
-QUICK="${FAULTS_QUICK:-0}"
 DB=privaudit
 M=audit_mallory
 V=audit_victim
-failures=0
 attempts=0
 
-command -v pg_config >/dev/null || { echo "pg_config not found: run scripts/install-deps.sh" >&2; exit 2; }
-[ -f "$(pg_config --sharedir)/extension/pg_lease.control" ] ||
-	{ echo "pg_lease is not installed: run scripts/install-extension.sh" >&2; exit 2; }
-
-WORK="$(mktemp -d /tmp/pg_lease_privaudit.XXXXXX)"
-chmod 755 "$WORK"
-export PGLEASE_TEST_PORT="$PORT"
 victim_session=""
-cleanup() {
-	[ -n "$victim_session" ] && kill "$victim_session" 2>/dev/null || true
-	"$ROOT/scripts/cluster.sh" stop "$WORK" immediate >/dev/null 2>&1 || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit '[ -z "$victim_session" ] || kill "$victim_session" 2>/dev/null || true'
 
-timeout 90 "$ROOT/scripts/cluster.sh" start "$WORK" preload
-eval "$("$ROOT/scripts/cluster.sh" env "$WORK")"
+start_cluster "$WORK" "$PORT" preload
+use_cluster "$WORK" "$PORT"
 start_s=$SECONDS
 
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
-
 # su SQL -- as the superuser, tuples only
-su() { timeout 30 psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$DB" -c "$1"; }
+su() { PSQL_TIMEOUT=30 psql_q -d "$DB" -c "$1"; }
 
 # as ROLE [psql args] -- as an ordinary role; errors as bare SQLSTATEs
 as() {
 	local role="$1"
 	shift
-	timeout 30 psql -X -q -A -t -v ON_ERROR_STOP=1 -v VERBOSITY=sqlstate -U "$role" -d "$DB" "$@" </dev/null 2>&1
+	PSQL_TIMEOUT=30 psql_q -v VERBOSITY=sqlstate -U "$role" -d "$DB" "$@" </dev/null 2>&1
 }
 
 state_of() { sed -n 's/^.*ERROR: *\([0-9A-Z]\{5\}\).*$/\1/p' <<<"$1" | head -1; }

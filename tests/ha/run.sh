@@ -17,7 +17,7 @@
 #   HA_PORT                  monitor port, nodes on +1 and +2 (58000)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-source "$ROOT/tests/lib/checks.sh"
+source "$ROOT/scripts/lib/common.sh"
 QUICK="${HA_QUICK:-0}"
 [ "${1:-}" = --quick ] && QUICK=1
 if [ "$QUICK" = 1 ]; then FAILOVERS=2 WORKERS=4 AFTER_GRANTS=30; else FAILOVERS=4 WORKERS=8 AFTER_GRANTS=200; fi
@@ -34,15 +34,14 @@ done
 declare -a WORKER_PIDS=()
 HELD_PID=""
 
-cleanup() {
+stop_all() {
 	local p
 	# pglease run passes SIGTERM on to its command
 	[ -z "$HELD_PID" ] || { kill -TERM "$HELD_PID" 2>/dev/null && timeout 10 tail --pid="$HELD_PID" -f /dev/null; } || true
 	for p in "${WORKER_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	ha_cleanup
 }
-trap cleanup EXIT
-trap "exit 143" TERM INT # so that cleanup runs
+on_exit stop_all
 
 grants() { cat "$HA_DIR"/w*.log | awk '$1 == "G"'; }
 DSN="$(ha_conninfo "$HA_DB")"

@@ -9,11 +9,11 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-source "$ROOT/tests/lib/checks.sh"
+source "$ROOT/scripts/lib/common.sh"
 CHECK="$ROOT/tests/lib/citations.sh"
 
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+work_dir citations_selftest
+work="$WORK"
 tree="$work/tree"
 upper=DESIGN
 page=guide

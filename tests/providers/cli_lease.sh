@@ -11,7 +11,7 @@
 # be refused as a usage error (64) instead: its grant would end with it.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-source "$ROOT/tests/lib/checks.sh"
+source "$ROOT/scripts/lib/common.sh"
 NAME="$1" URL="$2" START="$3" STOP="$4" MODE="${5:-tokens}"
 PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
 [ -x "$PGLEASE" ] || { echo "not ok - cli_lease $NAME: no $PGLEASE (make client)"; exit 1; }

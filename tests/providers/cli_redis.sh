@@ -9,12 +9,12 @@
 # durations near the clock's end (2600000h) work.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-source "$ROOT/tests/lib/checks.sh"
+source "$ROOT/scripts/lib/common.sh"
 PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
 REDIS="$ROOT/scripts/redis.sh"
 [ -x "$PGLEASE" ] || { echo "not ok - cli_redis: no $PGLEASE (make client)"; exit 1; }
 WORK="$(mktemp -d /tmp/pglease_cli_redis.XXXXXX)"
-trap 'for d in "$WORK"/r*; do "$REDIS" kill "$d" >/dev/null 2>&1 || true; done; rm -rf "$WORK"' EXIT
+on_exit 'for d in "$WORK"/r*; do "$REDIS" kill "$d" >/dev/null 2>&1 || true; done; rm -rf "$WORK"'
 
 "$REDIS" start "$WORK/r0" 56410 >/dev/null
 for p in 56411 56412 56413; do "$REDIS" start "$WORK/r$p" "$p" >/dev/null; done

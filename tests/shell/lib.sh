@@ -9,10 +9,10 @@ set -euo pipefail
 
 : "${PGLEASE_CLUSTER:?run through scripts/test.sh (PGLEASE_CLUSTER unset)}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-source "$ROOT/tests/lib/checks.sh"
+source "$ROOT/scripts/lib/common.sh"
 
 # q SQL... -- run SQL in $TESTDB, print unaligned tuples only
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$TESTDB" "$@"; }
+q() { psql_q -d "$TESTDB" "$@"; }
 
 # check NAME SQL -- the SQL must return exactly 't'
 check() {
@@ -36,8 +36,6 @@ fresh_db() {
 
 restart_cluster() { "$ROOT/scripts/cluster.sh" restart "$PGLEASE_CLUSTER" "${1:-fast}"; }
 
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-
 
 # sqlstate_of SQL -- the SQLSTATE the SQL fails with (empty if it succeeds)
 sqlstate_of() {
@@ -49,7 +47,7 @@ sqlstate_of() {
 # --- background sessions, each with a deadline ---------------------------
 SESSIONS_DIR="$(mktemp -d)"
 declare -A SESSION_PID=()
-trap 'for p in "${SESSION_PID[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$SESSIONS_DIR"' EXIT
+on_exit 'for p in "${SESSION_PID[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$SESSIONS_DIR"'
 
 # start_session NAME LINE... -- run the lines (SQL or psql meta-commands) in
 # one background psql session (application_name NAME, killed after 30 s);

@@ -13,9 +13,8 @@ dump="$(mktemp)"
 stop_other() {
 	PGLEASE_TEST_PORT="$port_b" "$ROOT/scripts/cluster.sh" stop "$other" immediate >/dev/null 2>&1 || true
 	rm -rf "$other" "$dump"
-	for p in "${SESSION_PID[@]}"; do kill "$p" 2>/dev/null || true; done
 }
-trap stop_other EXIT
+on_exit stop_other
 
 # cluster A: alice, then bob
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" \

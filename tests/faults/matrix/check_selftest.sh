@@ -3,10 +3,10 @@
 # it must count what is there and nothing else.  Prints ok/not ok lines.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
-source "$ROOT/tests/lib/checks.sh"
+source "$ROOT/scripts/lib/common.sh"
 CHECK="$ROOT/tests/faults/matrix/check.sh"
 t="$(mktemp -d)"
-trap 'rm -rf "$t"' EXIT
+on_exit 'rm -rf "$t"'
 
 # clean: w1 holds [110, 300), w2 granted after w1's release, w1 again later
 printf 'G 5 100 110 1100\nA 5 1\nL 5 300\nG 7 1500 1600 2600\nA 7 3\nL 7 1700\n' >"$t/c1"

@@ -29,9 +29,8 @@ matrix_cleanup() {
 	for p in $(cat "$WORK"/pids-* 2>/dev/null); do kill -CONT "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
 	servers_cleanup
 	[ -z "${MATRIX_KEEP:-}" ] || cp -r "$WORK" "$MATRIX_KEEP"
-	faults_cleanup
 }
-trap matrix_cleanup EXIT
+on_exit matrix_cleanup
 
 TTL_MS=2000
 WORK_MS=1000

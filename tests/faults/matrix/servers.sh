@@ -11,7 +11,7 @@ export ZK_PEER_OFFSET=10
 COUNTER_SQL="CREATE TABLE IF NOT EXISTS matrix_counter (id int PRIMARY KEY, v bigint NOT NULL, max_token bigint NOT NULL);
 INSERT INTO matrix_counter VALUES (1, 0, 0) ON CONFLICT (id) DO NOTHING"
 
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
+q() { psql_q "$@"; }
 pg_dsn() { echo "host=$1/sock port=$2 dbname=matrix user=postgres"; }
 
 # pg_db DIR PORT [preload|nopreload] -- a cluster with database matrix and the counter

@@ -1,0 +1,180 @@
+# common.sh -- the one helper library of the project's scripts and tests
+# (sourced, never run).  Everything a script would otherwise write again:
+#
+#   die MESSAGE...             print "SCRIPT: MESSAGE" to stderr, exit 1
+#   psql_q [psql args...]      psql for scripts: no psqlrc, quiet, unaligned
+#                              tuples only, stop at the first error; bounded
+#                              by PSQL_TIMEOUT seconds when set; PSQL names
+#                              the binary (default psql)
+#   now_ms                     wall clock in milliseconds
+#   on_exit 'COMMAND'          run COMMAND when the script exits (the last
+#                              registered first), also after INT and TERM
+#   ok NAME / not_ok NAME WHY  one named check, counted in $failures
+#   expect NAME WHY 'COND'     ok if the eval'd condition holds, else not ok
+#   finish                     exit non-zero if any check failed
+#   count_checks FILE          "OK BAD": the named checks a log shows (ok/not
+#                              ok lines, GoogleTest and pg_regress results)
+#   run_ctest TITLE BUILD [ctest args...]   the registered tests of a build
+#                              (tests/CMakeLists.txt), then one summary: tests
+#                              run, passed, failed by name, checks inside them
+#   alive, pid_of, wait_gone, claim   the pidfile plumbing of the throwaway
+#                              servers (scripts/redis.sh, etcd.sh, zookeeper.sh)
+#
+# Sourcing it twice is harmless: the exit hooks and counts are kept.
+
+if [ -z "${PGLEASE_COMMON_SH:-}" ]; then
+	PGLEASE_COMMON_SH=1
+	failures=0
+	PGLEASE_EXIT_HOOKS=()
+fi
+
+die() {
+	echo "${0##*/}: $*" >&2
+	exit 1
+}
+
+psql_q() {
+	local -a bound=()
+	[ -z "${PSQL_TIMEOUT:-}" ] || bound=(timeout "$PSQL_TIMEOUT")
+	"${bound[@]}" "${PSQL:-psql}" -X -q -A -t -v ON_ERROR_STOP=1 "$@"
+}
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# ---- exit hooks: one EXIT trap for every library and script that sources this
+
+# run_exit_hooks -- the EXIT trap: each hook once, the last registered first;
+# a failing hook neither stops the others nor changes the exit status
+run_exit_hooks() {
+	local i
+	for ((i = ${#PGLEASE_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
+		eval "${PGLEASE_EXIT_HOOKS[i]}" || true
+	done
+	PGLEASE_EXIT_HOOKS=()
+}
+
+on_exit() {
+	PGLEASE_EXIT_HOOKS+=("$1")
+	trap run_exit_hooks EXIT
+	# a signal exits through the EXIT trap, so the hooks run then too
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+# ---- named checks: "ok - name" or "not ok - name: why" ---------------------
+
+ok() { echo "ok - $1"; }
+
+not_ok() {
+	echo "not ok - $1: $2"
+	failures=$((failures + 1))
+}
+
+expect() {
+	local name="$1" why="$2" cond="$3"
+	if eval "$cond"; then
+		ok "$name"
+	else
+		not_ok "$name" "$why"
+	fi
+}
+
+finish() { exit $((failures > 0)); }
+
+# The lines of a log that are one check each: "ok - x" / "not ok - x" (the
+# shell tests), GoogleTest's per-test result lines, pg_regress's per-test
+# lines (isolation's start with spaces).
+PGLEASE_CHECK_OK='^(test |     )?[a-z_0-9]+ +\.\.\. ok|^ok - |^\[ +OK \] .* \([0-9]+ ms\)$'
+PGLEASE_CHECK_BAD='^(test |     )?[a-z_0-9]+ +\.\.\. FAILED|^not ok - |^\[ +FAILED +\] .* \([0-9]+ ms\)$'
+
+count_checks() {
+	local good bad
+	good="$(grep -cE "$PGLEASE_CHECK_OK" "$1" || true)"
+	bad="$(grep -cE "$PGLEASE_CHECK_BAD" "$1" || true)"
+	echo "$good $bad"
+}
+
+# run_ctest TITLE BUILD [ctest args...] -- make test and make faults: ctest
+# over BUILD's registered tests (output shown for a failed one), then the
+# summary, in the same terms for every suite
+run_ctest() {
+	local title="$1" build="$2" start out rc=0 registered ran failed skipped checks
+	shift 2
+	start="$(date +%s)"
+	out="$(mktemp)"
+	ctest --test-dir "$build" --output-on-failure "$@" | tee "$out" || rc=$?
+	# before ctest -N, which writes LastTest.log anew
+	read -r -a checks <<<"$(count_checks "$build/Testing/Temporary/LastTest.log")"
+	registered="$(ctest --test-dir "$build" -N | sed -n 's/^Total Tests: //p')"
+	ran="$(sed -n 's/^.*tests passed, [0-9]* tests\{0,1\} failed out of \([0-9]*\).*$/\1/p' "$out")"
+	# "  12 - name (Failed)" after "The following tests FAILED:", "(Skipped)" in the list before it
+	failed="$(ctest_listed 'FAILED' "$out")"
+	skipped="$(ctest_listed 'did not run' "$out")"
+	rm -f "$out"
+	echo
+	echo "$title: ${ran:-0} of ${registered:-0} registered tests run (ctest -N):" \
+		"$((${ran:-0} - $(wc -w <<<"$failed $skipped"))) passed, $(wc -w <<<"$skipped") skipped${skipped:+ ($skipped)}," \
+		"$(wc -w <<<"$failed") failed${failed:+: $failed}; inside them ${checks[0]} checks ok, ${checks[1]} not ok;" \
+		"$(($(date +%s) - start)) s"
+	[ "$rc" -eq 0 ] && [ -z "$failed" ] && [ "${ran:-0}" -gt 0 ]
+}
+
+# ctest_listed HEADING FILE -- the test names ctest lists under "The
+# following tests HEADING:", on one line
+ctest_listed() {
+	sed -n "/^The following tests $1:/,/^\$/ s/^[[:space:]]*[0-9]* - \(.*\) (.*)\$/\1/p" "$2" | paste -sd' '
+}
+
+# ---- throwaway servers: each a daemon whose pid is kept in a pidfile -------
+
+# alive PID -- the process exists and has not exited.  A daemonized server is
+# the child of init, which may take a second or two to reap it: a zombie has
+# closed its port and files already, so it counts as gone.
+alive() {
+	local state
+	state="$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" || return 1
+	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# pid_of PIDFILE -- the server's pid if its pidfile names a live process
+pid_of() {
+	local pid
+	[ -f "$1" ] || return 1
+	pid="$(cat "$1")"
+	[[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" || return 1
+	echo "$pid"
+}
+
+# wait_gone PID SECONDS -- wait until the process has exited
+wait_gone() {
+	local i
+	for ((i = 0; i < $2 * 20; i++)); do
+		alive "$1" || return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# claim PIDFILE PORT... -- before a start: no server of this directory is
+# running, and nothing listens on the ports (a server left by a crashed test
+# would answer for the new one)
+claim() {
+	local pidfile="$1" pid p
+	shift
+	if pid="$(pid_of "$pidfile")"; then
+		die "a server from $(dirname "$pidfile") is already running (pid $pid)"
+	fi
+	for p in "$@"; do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			die "port $p is in use already (a server left by a crashed test? see the pidfiles under /tmp/pglease-*test.*)"
+		fi
+	done
+}
+
+# work_dir PREFIX -- WORK: a new directory /tmp/PREFIX.XXXXXX that the
+# unprivileged cluster owner can enter, removed at exit
+work_dir() {
+	WORK="$(mktemp -d "/tmp/$1.XXXXXX")"
+	chmod 755 "$WORK"
+	on_exit 'rm -rf "$WORK"'
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# common_selftest.sh -- the shell library (scripts/lib/common.sh) does what
+# every script relies on: die's message and status, exit hooks run in reverse
+# on a normal exit, a failure and a signal without changing the status, the
+# psql wrapper's flags, the clock, and the counting of checks.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+LIB="$ROOT/scripts/lib/common.sh"
+source "$LIB"
+T="$(mktemp -d)"
+NL=$'\n'
+on_exit 'rm -rf "$T"'
+
+# in_script BODY -- run BODY as a script of its own (named probe.sh) that
+# sourced the library; its stdout+stderr, then "rc=N"
+in_script() {
+	printf 'set -euo pipefail\nsource %q\n%s\n' "$LIB" "$1" >"$T/probe.sh"
+	local rc=0 out
+	out="$(bash "$T/probe.sh" 2>&1)" || rc=$?
+	printf '%s\nrc=%s' "$out" "$rc"
+}
+
+out="$(in_script 'die "no server"')"
+expect die_names_the_script_and_exits_1 "got '$out'" '[ "$out" = "probe.sh: no server${NL}rc=1" ]'
+
+out="$(in_script 'on_exit "echo first"; on_exit "echo second"; echo body')"
+expect exit_hooks_run_last_registered_first "got '$out'" \
+	'[ "$out" = "body${NL}second${NL}first${NL}rc=0" ]'
+
+out="$(in_script 'on_exit "false"; on_exit "echo hook"; exit 3')"
+expect exit_hooks_keep_the_exit_status "got '$out'" '[ "$out" = "hook${NL}rc=3" ]'
+
+out="$(in_script 'on_exit "echo hook"; false; echo not reached')"
+expect exit_hooks_run_after_a_failed_command "got '$out'" '[ "$out" = "hook${NL}rc=1" ]'
+
+out="$(in_script 'on_exit "echo hook"; kill -TERM $$; sleep 5')"
+expect exit_hooks_run_on_sigterm "got '$out'" '[ "$out" = "hook${NL}rc=143" ]'
+
+out="$(in_script 'source "'"$LIB"'"; on_exit "echo a"; source "'"$LIB"'"; on_exit "echo b"')"
+expect sourcing_twice_keeps_the_hooks "got '$out'" '[ "$out" = "b${NL}a${NL}rc=0" ]'
+
+out="$(PSQL=echo psql_q -d db -c 'SELECT 1')"
+expect psql_q_flags "got '$out'" '[ "$out" = "-X -q -A -t -v ON_ERROR_STOP=1 -d db -c SELECT 1" ]'
+rc=0
+PSQL=sleep PSQL_TIMEOUT=0.2 psql_q 5 2>/dev/null || rc=$?
+expect psql_q_bounded_by_PSQL_TIMEOUT "exit $rc" '[ "$rc" -ne 0 ]'
+
+a="$(now_ms)"
+sleep 0.05
+b="$(now_ms)"
+expect now_ms_counts_milliseconds "$a then $b" '[ $((b - a)) -ge 40 ] && [ $((b - a)) -lt 2000 ]'
+
+out="$(in_script 'ok one; not_ok two "why"; expect three "false" false; echo "failures=$failures"; finish')"
+expect checks_counted_and_finish_fails "got '$out'" \
+	'[ "$out" = "ok - one${NL}not ok - two: why${NL}not ok - three: false${NL}failures=2${NL}rc=1" ]'
+
+cat >"$T/log" <<'LOG'
+ok - a
+not ok - b: why
+[       OK ] Suite.Passes (12 ms)
+[  FAILED  ] Suite.Fails (3 ms)
+[  FAILED  ] Suite.Fails
+test basic                        ... ok           25 ms
+     fence_orders_acquire         ... FAILED       40 ms
+# ok - a comment
+LOG
+out="$(count_checks "$T/log")"
+expect count_checks_counts_tap_gtest_and_pg_regress "got '$out'" '[ "$out" = "3 3" ]'
+
+out="$(in_script 'work_dir pglease_selftest; echo "$WORK" >'"$T"'/work; [ -d "$WORK" ] && stat -c %a "$WORK"')"
+expect work_dir_made_755_and_removed_at_exit "got '$out', left: $(cat "$T/work")" \
+	'[ "$out" = "755${NL}rc=0" ] && [ ! -e "$(cat "$T/work")" ]'
+finish
