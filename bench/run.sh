@@ -10,7 +10,7 @@
 #
 # Installs what is missing (scripts/install-deps.sh), installs this checkout's
 # extension if the installed one differs, builds the client libraries and
-# build/bench/bench, and starts its own throwaway servers, all stopped and
+# its driver (the CMake target pglease_bench, build/client/pglease_bench), and starts its own throwaway servers, all stopped and
 # removed at exit: two PostgreSQL clusters (scripts/cluster.sh, with and without
 # shared_preload_libraries = 'pg_lease'), five redis-server (one plain, one
 # with appendfsync always, three for Redlock), one etcd member
