@@ -48,8 +48,9 @@ repo_files() {
 	fi
 }
 
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/common.sh"
+work_dir citations
+work="$WORK"
 repo_files | sort -u >"$work/files"
 scanned_files | sort -u >"$work/scanned"
 
