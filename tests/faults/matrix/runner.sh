@@ -48,7 +48,11 @@ store_of() { case "$1" in pg | pgsync) cat "$URLS/$1" ;; *) store_dsn "$1" ;; es
 
 # run_once MODE -- one run of the workload under nemesis $NEM; sets COUNTS, NOTE_OK
 run_once() {
-	local mode="$1" n p status=0
+	local mode="$1" n p status=0 ttl="$TTL_MS" work="$WORK_MS"
+	# Redlock under restarts (a negative control): the second grant needs the
+	# two restarted nodes up and reached while the first holder still works;
+	# a longer hold keeps that window open on a loaded machine
+	if [ "$PROV" = redlock ] && [ "$NEM" = restart ]; then ttl=$((TTL_MS * 2)) work=$((WORK_MS * 3)); fi
 	q -d "$(store_of "$PROV")" -c "UPDATE matrix_counter SET v = 0, max_token = 0"
 	WPIDS=() LOGS=()
 	for n in $(seq 1 "$WORKERS"); do
@@ -56,7 +60,7 @@ run_once() {
 		: >"${LOGS[-1]}"
 		local store
 		case "$PROV" in pg | pgsync) store=lock ;; *) store="$(store_dsn "$PROV")" ;; esac
-		"$MW" "w$n" "$URLS/$PROV" "$store" "$mode" "$TTL_MS" "$WORK_MS" "${LOGS[-1]}" 2>>"$WORK/worker.err" &
+		"$MW" "w$n" "$URLS/$PROV" "$store" "$mode" "$ttl" "$work" "${LOGS[-1]}" 2>>"$WORK/worker.err" &
 		WPIDS+=($!)
 		echo $! >>"$WORK/pids-$PROV"
 	done
