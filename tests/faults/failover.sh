@@ -53,14 +53,19 @@ run_failover() {
 	done
 	sleep 3
 
-	# the standby falls behind: its WAL receiver is frozen for 2 s
-	local walrcv
-	walrcv="$(q -h "$S/sock" -p "$sport" -d postgres -c "SELECT pid FROM pg_stat_wal_receiver")"
-	kill -STOP "$walrcv"
+	# the standby falls behind: the primary's WAL sender is frozen for 2 s,
+	# then the primary dies with it.  (Freezing the standby's WAL receiver
+	# instead let the sender go on writing into the socket's buffer, which
+	# the receiver may read on waking: in one clean-clone run the async
+	# checker found no lost grant.)  Sync: commits wait for the frozen
+	# sender, so nothing acknowledged can be lost.
+	local walsnd
+	walsnd="$(q -d postgres -c "SELECT pid FROM pg_stat_replication")"
+	kill -STOP "$walsnd"
 	sleep 2
 	killed_at="$(now_us)"
 	kill -9 "$(postmaster_pid "$P")"
-	kill -CONT "$walrcv"
+	kill -9 "$walsnd" # stopped, it would never notice its postmaster's death
 	as_pg "$BINDIR/pg_ctl" -D "$S/data" -w promote >/dev/null
 	promoted_at="$(now_us)"
 	echo "host=$S/sock port=$sport dbname=faults user=postgres" >"$WORK/$mode.dsn"
