@@ -19,6 +19,8 @@
 #                              run, passed, failed by name, checks inside them
 #   alive, pid_of, wait_gone, claim   the pidfile plumbing of the throwaway
 #                              servers (scripts/redis.sh, etcd.sh, zookeeper.sh)
+#   free_port, free_ports N    loopback ports free now, below the ephemeral
+#                              range (scripts/lib/ports.sh)
 #
 # Sourcing it twice is harmless: the exit hooks and counts are kept.
 
@@ -178,3 +180,6 @@ work_dir() {
 	chmod 755 "$WORK"
 	on_exit 'rm -rf "$WORK"'
 }
+
+# ---- ports of the throwaway servers (free_port, free_ports) -----------------
+source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"

@@ -70,4 +70,21 @@ expect count_checks_counts_tap_gtest_and_pg_regress "got '$out'" '[ "$out" = "3 
 out="$(in_script 'work_dir pglease_selftest; echo "$WORK" >'"$T"'/work; [ -d "$WORK" ] && stat -c %a "$WORK"')"
 expect work_dir_made_755_and_removed_at_exit "got '$out', left: $(cat "$T/work")" \
 	'[ "$out" = "755${NL}rc=0" ] && [ ! -e "$(cat "$T/work")" ]'
+# ports: distinct, below the ephemeral range, free; a port someone listens on is never handed out
+read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
+ports="$(free_ports 20)"
+expect free_ports_gives_20_distinct "got '$ports'" '[ "$(tr " " "\n" <<<"$ports" | sort -u | wc -l)" = 20 ]'
+expect free_ports_below_the_ephemeral_range "got '$ports', range starts at $lo" \
+	'for p in $ports; do [ "$p" -ge 1024 ] && [ "$p" -lt "$lo" ] || exit 1; done'
+expect free_ports_are_free "one of '$ports' is taken" 'for p in $ports; do port_is_free "$p" || exit 1; done'
+# hold one port, then ask for ports from a range of that one alone: it must be refused
+held="$(free_port)"
+perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $ARGV[0], Listen => 1) or die; sleep 30' "$held" &
+holder=$!
+for _ in $(seq 50); do port_is_free "$held" || break; sleep 0.05; done
+expect port_is_free_sees_a_listener "port $held held by pid $holder" '! port_is_free "$held"'
+out="$(port_range() { echo "$held $held"; }; free_ports 1 2>&1)" && rc=0 || rc=$?
+expect free_ports_never_hands_out_a_taken_port "got '$out' rc=$rc" '[ "$rc" = 1 ] && [[ "$out" == *"no free port"* ]]'
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
 finish
