@@ -51,6 +51,7 @@
 // to its granted TTL (held at least as long as asked).
 #include <cinttypes>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "detail/provider.hpp"
@@ -181,46 +182,49 @@ public:
 		return id;
 	}
 
-	// keepalive -- the lease's TTL after the refresh; 0 when it is gone
-	Result<std::int64_t> keepalive(std::int64_t lease, Clock::time_point deadline)
+	// lease_call -- one of the calls on an existing lease (keepalive, timetolive,
+	// revoke): its answer, or nullopt when etcd no longer knows the lease
+	Result<std::optional<Json>> lease_call(const char *path, const char *what, std::int64_t lease,
+	                                       Clock::time_point deadline)
 	{
-		auto r = gateway_->post("/v3/lease/keepalive", Json{{"ID", std::to_string(lease)}}, deadline);
+		auto r = gateway_->post(path, Json{{"ID", std::to_string(lease)}}, deadline);
 		if (!r)
 			return r.error();
 		if (r->grpc_code == grpc_not_found)
-			return std::int64_t{0};
+			return std::optional<Json>{};
 		if (r->grpc_code != 0)
-			return error_of(*r, "lease keepalive");
-		return int64_of(r->body, "TTL");
+			return error_of(*r, what);
+		return std::optional<Json>{std::move(r->body)};
+	}
+
+	// keepalive -- the lease's TTL after the refresh; 0 when it is gone
+	Result<std::int64_t> keepalive(std::int64_t lease, Clock::time_point deadline)
+	{
+		auto body = lease_call("/v3/lease/keepalive", "lease keepalive", lease, deadline);
+		if (!body)
+			return body.error();
+		return *body ? int64_of(**body, "TTL") : std::int64_t{0};
 	}
 
 	// granted_ttl -- the TTL the lease was granted with (what every keepalive
 	// refreshes it to); 0 when it is gone
 	Result<std::int64_t> granted_ttl(std::int64_t lease, Clock::time_point deadline)
 	{
-		auto r = gateway_->post("/v3/lease/timetolive", Json{{"ID", std::to_string(lease)}}, deadline);
-		if (!r)
-			return r.error();
-		if (r->grpc_code == grpc_not_found)
+		auto body = lease_call("/v3/lease/timetolive", "lease timetolive", lease, deadline);
+		if (!body)
+			return body.error();
+		if (!*body || int64_of(**body, "TTL") <= 0) // TTL -1: expired or revoked
 			return std::int64_t{0};
-		if (r->grpc_code != 0)
-			return error_of(*r, "lease timetolive");
-		if (int64_of(r->body, "TTL") <= 0) // -1: expired or revoked
-			return std::int64_t{0};
-		return int64_of(r->body, "grantedTTL");
+		return int64_of(**body, "grantedTTL");
 	}
 
 	// revoke -- end the lease and delete its keys; false: it was gone already
 	Result<bool> revoke(std::int64_t lease, Clock::time_point deadline)
 	{
-		auto r = gateway_->post("/v3/lease/revoke", Json{{"ID", std::to_string(lease)}}, deadline);
-		if (!r)
-			return r.error();
-		if (r->grpc_code == grpc_not_found)
-			return false;
-		if (r->grpc_code != 0)
-			return error_of(*r, "lease revoke");
-		return true;
+		auto body = lease_call("/v3/lease/revoke", "lease revoke", lease, deadline);
+		if (!body)
+			return body.error();
+		return body->has_value();
 	}
 
 	// create_key -- put key with lease unless it exists; the key's create revision
