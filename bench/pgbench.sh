@@ -249,8 +249,8 @@ done
 	echo "  $REPS repetitions, systems interleaved round-robin within each repetition"
 	echo "- one pgbench transaction = one script = one acquire + one release, each its own"
 	echo "  autocommit statement; resources drawn uniformly from $NRES (tables pre-populated)"
-	echo "- pg_lease commits a release-only transaction with synchronous_commit=off (README:"
-	echo "  \"Releases are not flushed\"), acquires are flushed; handmade flushes both,"
+	echo "- pg_lease commits a release-only transaction with synchronous_commit=off (docs/guarantees.md,"
+	echo "  \"Limits\"), acquires are flushed; handmade flushes both,"
 	echo "  handmade_asyncrel flushes only the acquire (release via set_config(..., true))"
 	echo
 	echo "## Throughput (pairs/s, median and min–max over $REPS runs)"

@@ -50,7 +50,7 @@
  */
 extern bool pq_check_connection(void);
 
-/* The shortest lock wait of a try, whatever its wait (README "Waiting"). */
+/* The shortest lock wait of a try, whatever its wait (docs/sql.md "Waiting"). */
 #define LEASE_LOCK_GRACE_MS 10
 
 typedef enum LeaseTry

@@ -28,11 +28,11 @@
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 
-/* Limits of the SQL API (documented in README.md, checked by sql/bad_input.sql). */
+/* Limits of the SQL API (documented in docs/sql.md, checked by sql/bad_input.sql). */
 #define LEASE_MAX_RESOURCE_BYTES	256
 #define LEASE_MAX_HOLDER_BYTES		256
 
-/* SQLSTATEs of the SQL API (README.md "SQLSTATEs"; client/src maps them). */
+/* SQLSTATEs of the SQL API (docs/sql.md "SQLSTATEs"; client/src maps them). */
 #define ERRCODE_LEASE_NOT_HELD		MAKE_SQLSTATE('L','S','0','0','1')
 #define ERRCODE_LEASE_NESTED_WAIT	MAKE_SQLSTATE('L','S','0','0','2')
 

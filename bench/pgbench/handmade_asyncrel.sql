@@ -1,6 +1,6 @@
 -- handmade.sql, but the release commits asynchronously, as pg_lease's does
--- (pg_lease sets synchronous_commit = off for release-only transactions; README
--- "Releases are not flushed").  set_config(..., true) is transaction-local and
+-- (pg_lease sets synchronous_commit = off for release-only transactions; docs/guarantees.md
+-- "Limits": releases are not flushed).  set_config(..., true) is transaction-local and
 -- read at commit; the FROM subquery keeps the release one autocommit statement.
 \set r random(1, :nres)
 WITH ins AS (

@@ -10,7 +10,7 @@
 //
 // The DSN (--dsn) is any URL of pglease::connect; it defaults to libpq's
 // environment (PGHOST, PGPORT, ...), i.e. PostgreSQL.
-// Exit codes (README "CLI"): 0 success (run: the command's own status, or
+// Exit codes (docs/cli.md "Exit codes"): 0 success (run: the command's own status, or
 // 128+N if a signal N ended it), 64 usage, 69 server unavailable or
 // extension missing, 70 internal error, 75 not acquired within --wait,
 // 76 lease lost (run) or token not current (renew/release), 77 permission.

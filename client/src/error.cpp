@@ -1,4 +1,4 @@
-// error.cpp -- Errc names and the SQLSTATE mapping (README "SQLSTATEs").
+// error.cpp -- Errc names and the SQLSTATE mapping (docs/sql.md "SQLSTATEs").
 #include "pglease/error.hpp"
 
 #include <algorithm>

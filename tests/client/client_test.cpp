@@ -162,7 +162,7 @@ TEST(Errors, RetryableSplitsConnectionFromFinalErrors)
 }
 
 // One source of truth: every SQLSTATE the extension defines is mapped, and
-// every SQLSTATE of the README table maps to the Errc the README implies.
+// every SQLSTATE of the docs/sql.md table maps to the Errc it implies.
 TEST(Errors, SqlstateMappingMatchesExtensionHeaderAndReadme)
 {
 	std::ifstream header{std::string{PGLEASE_SOURCE_DIR} + "/extension/pg_lease.h"};
@@ -185,7 +185,7 @@ TEST(Errors, SqlstateMappingMatchesExtensionHeaderAndReadme)
 	}
 	EXPECT_EQ(found, 2) << "expected the two pg_lease SQLSTATEs in pg_lease.h";
 
-	std::ifstream readme{std::string{PGLEASE_SOURCE_DIR} + "/README.md"};
+	std::ifstream readme{std::string{PGLEASE_SOURCE_DIR} + "/docs/sql.md"};
 	ASSERT_TRUE(readme);
 	std::stringstream rt;
 	rt << readme.rdbuf();
@@ -197,7 +197,7 @@ TEST(Errors, SqlstateMappingMatchesExtensionHeaderAndReadme)
 	                                     {"55000", Errc::not_installed},
 	                                     {"0A000", Errc::invalid_argument}};
 	for (const auto &[code, errc] : table) {
-		EXPECT_NE(rt.str().find("| `" + code + "` |"), std::string::npos) << code << " missing from README";
+		EXPECT_NE(rt.str().find("| `" + code + "` |"), std::string::npos) << code << " missing from docs/sql.md";
 		EXPECT_EQ(pglease::errc_from_sqlstate(code), errc) << code;
 	}
 }

@@ -100,7 +100,7 @@ unique_resource()
 	return "conf/" + name + "/" + std::to_string(n++) + "/" + std::to_string(::getpid());
 }
 
-// The capabilities each provider documents (README "Providers").
+// The capabilities each provider documents (docs/providers.md "What each one gives").
 pglease::Capabilities
 documented(const std::string &name)
 {

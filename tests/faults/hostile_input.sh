@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hostile_input.sh -- a storm of hostile arguments against every function of
-# the SQL API; each call must succeed per the README or fail with a
+# the SQL API; each call must succeed per docs/sql.md or fail with a
 # documented SQLSTATE, and no lease may change unless a valid call had to
 # change it.
 #

@@ -42,7 +42,7 @@ std::ostream &operator<<(std::ostream &os, const Error &error);
 /// pglease makes from a URL goes through it; use it to log a DSN.
 [[nodiscard]] std::string redact(std::string_view text, std::string_view dsn = {});
 
-/// The Errc for a SQLSTATE of the pg_lease API (README "SQLSTATEs").
+/// The Errc for a SQLSTATE of the pg_lease API (docs/sql.md "SQLSTATEs").
 [[nodiscard]] Errc errc_from_sqlstate(std::string_view sqlstate) noexcept;
 
 } // namespace pglease

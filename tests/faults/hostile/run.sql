@@ -8,7 +8,7 @@
  * 1. evaluates every argument expression alone, as its parameter's type:
  *    one that fails there is bad input PostgreSQL itself refuses, and the
  *    call must fail with that same SQLSTATE (an input-syntax one);
- * 2. decides from the values what the README allows: a 22004/22023 (or
+ * 2. decides from the values what docs/sql.md allows: a 22004/22023 (or
  *    42501 for break/gc without EXECUTE) if an argument is invalid; else,
  *    from the resource's row as it was just before the call (read with a
  *    superuser's eyes, hostile.peek), the result the spec gives -- with
