@@ -40,26 +40,36 @@ sql -c "CREATE EXTENSION pg_lease" \
 
 T0="$(now_ms)"
 for n in 1 2 3 4; do
-	"$WORKER" "worker-$n" 4 >"$DIR/worker-$n.log" 2>&1 &
+	PGAPPNAME="worker-$n" "$WORKER" "worker-$n" 4 >"$DIR/worker-$n.log" 2>&1 &
 	pids+=($!)
 done
 
-# Freeze whichever worker holds the lease, once it has written at least once.
+# Freeze whichever worker holds the lease while it works between its acquire
+# and its fenced write (its log's last line is "acquired token N"), once the
+# ledger has at least one entry: frozen there, it holds no transaction open,
+# so nothing keeps its grant alive and its late write must be refused.  (A
+# worker frozen inside its fenced transaction would keep the grant until
+# that transaction ends, by design, and its write would rightly succeed.)
+working() { tail -n 1 "$DIR/$1.log" 2>/dev/null | grep -q " $1 acquired token "; }
+in_transaction() { # any of the worker's sessions (PGAPPNAME) is inside a transaction
+	[ "$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$1' AND xact_start IS NOT NULL")" != 0 ]
+}
 frozen=""
-for attempt in $(seq 1 200); do
+for attempt in $(seq 1 400); do
 	holder="$(sql -c "SELECT holder FROM lease.leases WHERE resource = 'ledger'")"
-	if [ -n "$holder" ] && [ "$(sql -c "SELECT count(*) FROM ledger")" -ge 1 ]; then
+	if [ -n "$holder" ] && working "$holder" && [ "$(sql -c "SELECT count(*) FROM ledger")" -ge 1 ]; then
 		pid="${pids[$((${holder#worker-} - 1))]}"
 		kill -STOP "$pid"
-		# still the holder once frozen? (it may have released just before)
-		if [ "$(sql -c "SELECT holder FROM lease.leases WHERE resource = 'ledger'")" = "$holder" ]; then
+		# still the holder, still between acquire and write, no transaction open?
+		if working "$holder" && ! in_transaction "$holder" &&
+			[ "$(sql -c "SELECT holder FROM lease.leases WHERE resource = 'ledger'")" = "$holder" ]; then
 			frozen="$holder"
-			event "SIGSTOP $holder while it holds the lease (TTL 2s)"
+			event "SIGSTOP $holder while it holds the lease (TTL 2s), before its fenced write"
 			break
 		fi
 		kill -CONT "$pid"
 	fi
-	sleep 0.05
+	sleep 0.02
 done
 [ -n "$frozen" ] || die "no worker could be frozen while holding the lease"
 sleep 3.5
@@ -82,14 +92,18 @@ echo
 echo "ledger:"
 psql -X -q -c "SELECT seq, writer, token, entry FROM ledger ORDER BY seq"
 
-# Every acknowledged write is in the ledger, no rejected write is, and the
-# tokens never go backwards in commit order.
+# Every acknowledged write is in the ledger, no rejected write is, the tokens
+# never go backwards in commit order, and the frozen worker's late write is
+# one of those refused (others may be refused too: a holder whose grant came
+# back late on a loaded machine finds its lease already taken over).
 acked="$(grep -h ' wrote entry ' "$DIR"/worker-*.log | wc -l)"
 rejected="$(grep -h ' write REJECTED ' "$DIR"/worker-*.log | wc -l)"
+frozen_rejected="$(grep -c " $frozen write REJECTED " "$DIR/$frozen.log" || true)"
 rows="$(sql -c "SELECT count(*) FROM ledger")"
 backwards="$(sql -c "SELECT count(*) FROM (SELECT token < lag(token) OVER (ORDER BY seq) AS back FROM ledger) l WHERE back")"
-echo "check: $acked acknowledged writes, $rows ledger rows, $rejected stale write(s) rejected, $backwards out of order"
-if [ "$acked" -ne "$rows" ] || [ "$rejected" -lt 1 ] || [ "$backwards" -ne 0 ]; then
+echo "check: $acked acknowledged writes, $rows ledger rows, $rejected stale write(s) rejected" \
+	"($frozen_rejected of them $frozen's after its freeze), $backwards out of order"
+if [ "$acked" -ne "$rows" ] || [ "$frozen_rejected" -lt 1 ] || [ "$backwards" -ne 0 ]; then
 	echo "check FAILED" >&2
 	exit 1
 fi
