@@ -35,7 +35,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 .DEFAULT_GOAL := all
-.PHONY: test demo deps client install-client faults ha bench bench-quick
+.PHONY: test demo deps client install-client faults ha bench bench-quick db servers stop
 
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
@@ -67,6 +67,19 @@ bench-quick:
 
 deps:
 	scripts/install-deps.sh
+
+# Servers to try pglease against, running until make stop (scripts/local.sh;
+# their files in .pglease-local/, or $PGLEASE_LOCAL): make db, a PostgreSQL
+# cluster with pg_lease installed and preloaded; make servers, a Redis, an etcd
+# and a ZooKeeper on free ports.  Each prints the conninfo/URLs to use.
+db:
+	@scripts/local.sh db
+
+servers:
+	@scripts/local.sh servers
+
+stop:
+	@scripts/local.sh stop
 
 # The C++ client library, CLI and tests (CMake; client/CMakeLists.txt, tests/CMakeLists.txt).
 client:
