@@ -1,7 +1,8 @@
 // commands.cpp -- the table of commands.hpp, and the help texts made from it.
 //
-// tests/cli/help.sh reads this table from this file (one Command or Flag per
-// line, as written here) and checks each flag is in its command's --help.
+// tests/cli/help.sh reads the command table from this file (each Command
+// and Flag starts a line, kept so by clang-format off) and checks each flag
+// is in its command's --help.
 #include "commands.hpp"
 
 #include <algorithm>
@@ -24,6 +25,8 @@ constexpr std::string_view exit_codes =
 const std::vector<Command> &
 commands()
 {
+	// one Command or Flag per line, as tests/cli/help.sh reads them
+	// clang-format off
 	static const std::vector<Command> table{
 	    {"run", DsnUse::any, "run a command while holding a lease, renewed every TTL/3",
 	     {
@@ -67,19 +70,21 @@ commands()
 	    {"advise", DsnUse::none, "print the lock configuration that fits a job (no server)",
 	     {
 	         {"resource", "NAME", Need::required, "the resource to lock (1 to 256 bytes)"},
-	         {"section", "DURATION", Need::required, "how long the lock is held: 250ms, 30s, 5m, 2h, 1.5s (a number alone: s)"},
+	         {"section", "DURATION", Need::required, "how long the lock is held: 250ms, 1.5s, 30s, 5m, 2h"},
 	         {"instances", "N", Need::required, "how many processes compete for the lock (1 or more)"},
-	         {"infra", "LIST", Need::required, "what you run, comma-separated: postgres,redis,zookeeper,etcd,memory"},
+	         {"infra", "LIST", Need::required, "what you run: postgres,redis,zookeeper,etcd,memory"},
 	         {"write", "", Need::optional, "the section writes a shared resource"},
 	         {"strong", "", Need::optional, "strong consistency is required"},
 	         {"failover", "", Need::optional, "a crashed holder must hand the lock over fast"},
 	         {"explain", "", Need::optional, "add one \"# \" line per decision taken"},
-	         {"emit", "sql|cpp", Need::optional, "add code of at most 20 lines: sql (PostgreSQL) or cpp (every provider)"},
+	         {"emit", "sql|cpp", Need::optional, "add code, 20 lines at most: sql (PostgreSQL), cpp (all)"},
 	     },
 	     "",
 	     "Prints four lines: Provider, Strategy, TTL, Safety (docs/decision-tree.md).\n"
+	     "A DURATION is 250ms, 1.5s, 30s, 5m or 2h; a bare number is seconds.\n"
 	     "Exit status: 0 advice printed, 64 usage error, 65 no configuration fits.\n"},
 	};
+	// clang-format on
 	return table;
 }
 
@@ -203,15 +208,17 @@ scheme_lines()
 std::string
 main_help()
 {
-	std::string text = "usage: pglease [--dsn DSN] COMMAND [OPTIONS]    (pglease COMMAND --help: its options)\n"
-	                   "       pglease --help | --version | help [COMMAND]\n"
-	                   "commands:\n";
+	std::string text =
+	    "usage: pglease [--dsn DSN] COMMAND [OPTIONS]    (pglease COMMAND --help: its options)\n"
+	    "       pglease --help | --version | help [COMMAND]\n"
+	    "commands:\n";
 	for (const Command &command : commands()) {
 		std::string name{command.name};
 		name.resize(9, ' ');
 		text += "  " + name + std::string{command.summary} + "\n";
 	}
-	text += "DSN (--dsn; default: libpq's environment, PGHOST, PGDATABASE, ...), by command:\n" + scheme_lines();
+	text +=
+	    "DSN (--dsn; default: libpq's environment, PGHOST, PGDATABASE, ...), by command:\n" + scheme_lines();
 	text += exit_codes;
 	text += "more: pglease COMMAND --help, and docs/\n";
 	return text;
@@ -281,7 +288,8 @@ command_help(const Command &command)
 		if (!flag.value.empty())
 			left += " " + std::string{flag.value};
 		left.resize(std::max<std::size_t>(left.size() + 2, 20), ' ');
-		text += "  " + left + (flag.name == dsn_flag.name ? dsn_help(command) : std::string{flag.help}) + "\n";
+		text +=
+		    "  " + left + (flag.name == dsn_flag.name ? dsn_help(command) : std::string{flag.help}) + "\n";
 	}
 	if (!command.details.empty())
 		text += "\n" + std::string{command.details};

@@ -323,7 +323,7 @@ cmd_acquire(const std::string &dsn, const Args &args)
 	    (!probe && probe.error().code == pglease::Errc::invalid_argument))
 		return usage_error("acquire needs a provider whose grants outlive this process and can be renewed "
 		                   "and released by token (" +
-		                   std::string{locker->provider()} + " cannot): use pglease run",
+		                       std::string{locker->provider()} + " cannot): use pglease run",
 		                   "acquire");
 	pglease::LeaseOptions options;
 	options.ttl = *ttl;
@@ -398,9 +398,9 @@ dsn_refusal(const pglease::cli::Command &command, const std::string &dsn)
 	return std::string{command.name} +
 	       " is PostgreSQL only: --dsn must be a postgresql:// or postgres:// URL or a libpq conninfo "
 	       "(key=value ...), " +
-	       (colon == std::string::npos || colon == 0 ? std::string{"and this one is neither"}
-	                                                 : "not a " + dsn.substr(0, colon) + (url ? "://" : ":") +
-	                                                       " URL");
+	       (colon == std::string::npos || colon == 0
+	            ? std::string{"and this one is neither"}
+	            : "not a " + dsn.substr(0, colon) + (url ? "://" : ":") + " URL");
 }
 
 // run_command -- parse the options of one command (argv[first] on) and run it
