@@ -1,8 +1,10 @@
-// advise_args.cpp -- the command line of `pglease advise`: its options, its
-// usage text, and advise_main, which parses them, asks the tree and prints.
+// advise_args.cpp -- the command line of `pglease advise`: advise_main parses
+// it with the flags of the command table (commands.hpp, which also makes the
+// usage text), asks the tree and prints.
 #include "advise.hpp"
 
 #include "advise_tree.hpp"
+#include "commands.hpp"
 #include "duration.hpp"
 
 #include <algorithm>
@@ -16,31 +18,13 @@ namespace pglease::cli {
 
 namespace {
 
-// The help text is pinned by advise_test. Its --emit lines are stale: C++ is
-// printed for ZooKeeper and etcd too, which are in pglease; the help texts
-// are rewritten together (issue 21), not one by one.
-constexpr std::string_view usage_text =
-    "usage: pglease advise --resource NAME --section DURATION --instances N --infra LIST\n"
-    "                      [--write] [--strong] [--failover] [--explain] [--emit sql|cpp]\n"
-    "\n"
-    "Print the lock configuration that fits a job: provider, strategy, TTL, safety.\n"
-    "\n"
-    "  --resource NAME     the resource to lock (1 to 256 bytes)\n"
-    "  --section DURATION  how long the lock is held: 250ms, 30s, 5m, 2h, 1.5s\n"
-    "                      (a plain number is seconds)\n"
-    "  --instances N       how many processes compete for the lock (1 or more)\n"
-    "  --infra LIST        what you already run, comma-separated:\n"
-    "                      postgres, redis, zookeeper, etcd, memory\n"
-    "  --write             the section writes a shared resource\n"
-    "  --strong            strong consistency is required\n"
-    "  --failover          a crashed holder must hand the lock over fast\n"
-    "  --explain           add one \"# \" line per decision taken\n"
-    "  --emit sql|cpp      add an implementation of at most 20 lines: SQL for\n"
-    "                      PostgreSQL, C++ for PostgreSQL and Redis (ZooKeeper and etcd:\n"
-    "                      not yet in pglease)\n"
-    "  --help              print this text\n"
-    "\n"
-    "Exit status: 0 advice printed, 64 usage error, 65 no configuration fits.\n";
+// advise's entry of the command table (commands.hpp): its flags and help
+[[nodiscard]] const Command &
+advise_command()
+{
+	static const Command &command = *find_command("advise");
+	return command;
+}
 
 struct ParsedArgs {
 	AdviseInput input;
@@ -113,8 +97,7 @@ apply_value(std::string_view name, std::string_view value, ParsedArgs &parsed)
 [[nodiscard]] ParsedArgs
 parse_args(int argc, const char *const *argv)
 {
-	constexpr std::array<std::string_view, 5> value_options{"--resource", "--section", "--instances",
-	                                                        "--infra", "--emit"};
+	const Command &command = advise_command();
 	ParsedArgs parsed;
 	std::set<std::string_view> seen;
 	for (int i = 1; i < argc && argv[i] != nullptr; ++i) {
@@ -149,7 +132,8 @@ parse_args(int argc, const char *const *argv)
 			continue;
 		}
 
-		if (std::find(value_options.begin(), value_options.end(), name) == value_options.end()) {
+		const Flag *option = name.substr(0, 2) == "--" ? find_flag(command, name.substr(2)) : nullptr;
+		if (option == nullptr || option->value.empty()) {
 			parsed.error =
 			    (arg.substr(0, 1) == "-" ? "unknown option " : "unexpected argument ") + std::string{arg};
 			return parsed;
@@ -175,9 +159,9 @@ parse_args(int argc, const char *const *argv)
 	}
 
 	std::string missing;
-	for (std::string_view required : {"--resource", "--section", "--instances", "--infra"})
-		if (seen.count(required) == 0)
-			missing += (missing.empty() ? "" : ", ") + std::string{required};
+	for (const Flag &flag : command.flags)
+		if (flag.need == Need::required && seen.count("--" + std::string{flag.name}) == 0)
+			missing += (missing.empty() ? "--" : ", --") + std::string{flag.name};
 	if (!missing.empty())
 		parsed.error = "missing " + missing;
 	else
@@ -192,7 +176,7 @@ advise_main(int argc, const char *const *argv, std::ostream &out, std::ostream &
 {
 	const ParsedArgs parsed = parse_args(argc, argv);
 	if (parsed.help) {
-		out << usage_text;
+		out << command_help(advise_command());
 		return advise_exit_ok;
 	}
 	if (!parsed.error.empty()) {

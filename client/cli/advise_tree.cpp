@@ -26,7 +26,10 @@
 //    ZooKeeper/etcd.
 //
 // Strategies per provider: ZooKeeper is Ephemeral (an ephemeral znode), etcd
-// is Lease (an etcd lease). Safety: fencing for PostgreSQL Lease/Ephemeral and
+// is Lease (an etcd lease), a single Redis lock is Lease (SET NX PX, expiring
+// after its TTL).  The line of the explanation that states the choice names
+// it as the four lines do ("Redis Lease", "PostgreSQL Advisory"), before any
+// other provider and strategy it mentions. Safety: fencing for PostgreSQL Lease/Ephemeral and
 // ZooKeeper/etcd, none for Advisory and Redis.
 //
 // TTL rule: TTL = 3 x section, so a holder can miss two renewals (renewed at
@@ -162,28 +165,38 @@ consensus_name(const Infra &infra)
 	return infra.zookeeper ? "ZooKeeper" : "etcd";
 }
 
+// consensus_choice -- the provider and strategy advise_consensus gives, as
+// the explanation names them: "ZooKeeper Ephemeral" or "etcd Lease"
+[[nodiscard]] std::string
+consensus_choice(const Infra &infra)
+{
+	return infra.zookeeper ? "ZooKeeper Ephemeral (an ephemeral znode)" : "etcd Lease (an etcd lease)";
+}
+
 // choose_short -- step 2: a section under 1s is decided by its length alone.
 [[nodiscard]] Choice
 choose_short(const AdviseInput &input, const Infra &infra, std::vector<std::string> &why)
 {
-	why.push_back("section " + format_duration(input.section) + " < 1s: a short lock, no lease needed");
+	why.push_back("section " + format_duration(input.section) + " < 1s: a short lock, decided by its length");
 	if (input.write || input.strong || input.failover)
 		why.push_back("--write, --strong and --failover not consulted: a section under 1s is decided by "
 		              "its length");
 	if (infra.postgres) {
-		why.push_back(std::string{"PostgreSQL advisory lock"} + (infra.redis ? " preferred over Redis" : "") +
-		              ": same database as the data, no durable write per grant");
+		why.push_back(std::string{"PostgreSQL Advisory (pg_advisory_xact_lock)"} +
+		              (infra.redis ? " preferred over Redis" : "") +
+		              ": no lease needed, the transaction bounds the lock; same database as the data, "
+		              "no durable write per grant");
 		if (input.write)
 			why.push_back("--write: an advisory lock covers only writes in its own transaction; "
 			              "a write outside PostgreSQL needs a Lease and its fencing token");
 		return Choice::pg_advisory;
 	}
 	if (infra.redis) {
-		why.push_back("Redis simple lock (SET NX PX): high throughput for short locks");
+		why.push_back("Redis Lease: a simple lock (SET NX PX) that expires after its TTL, "
+		              "high throughput for short locks");
 		return Choice::redis_lock;
 	}
-	why.push_back("neither PostgreSQL nor Redis: " + consensus_name(infra) +
-	              " lock, a quorum write per grant");
+	why.push_back("neither PostgreSQL nor Redis: " + consensus_choice(infra) + ", a quorum write per grant");
 	return Choice::consensus;
 }
 
@@ -200,11 +213,11 @@ choose_write(const AdviseInput &input, const Infra &infra, std::vector<std::stri
 		return Choice::pg_lease;
 	}
 	if (infra.consensus()) {
-		why.push_back(consensus_name(infra) +
+		why.push_back(consensus_choice(infra) +
 		              ": pass its fencing token with every write, the storage rejects older ones");
 		return Choice::consensus;
 	}
-	why.push_back("WARNING: Redis cannot fence: Redlock has no token, and no Redis lock is checked by "
+	why.push_back("WARNING: Redis cannot fence: Redis Redlock has no token, and no Redis lock is checked by "
 	              "the storage, so a holder paused past its TTL can still write; add postgres (Lease and "
 	              "lease.fence), zookeeper or etcd to --infra for fenced writes");
 	return Choice::redlock;
@@ -222,7 +235,7 @@ choose_strong(const AdviseInput &input, const Infra &infra, std::vector<std::str
 		return Choice::pg_lease;
 	}
 	if (infra.consensus()) {
-		why.push_back(consensus_name(infra) + ": quorum-replicated, strongly consistent");
+		why.push_back(consensus_choice(infra) + ": quorum-replicated, strongly consistent");
 		return Choice::consensus;
 	}
 	refusal = "--strong needs postgres (with a synchronous standby), zookeeper or etcd in --infra: "
@@ -247,8 +260,9 @@ choose_failover(const AdviseInput &input, const Infra &infra, std::vector<std::s
 		    "Redis Redlock: a majority of independent nodes keeps the lock available when one fails");
 		return Choice::redlock;
 	}
-	why.push_back(infra.zookeeper ? "ZooKeeper: the lock's ephemeral znode ends with the holder's session"
-	                              : "etcd: the lock ends with the holder's etcd lease");
+	why.push_back(infra.zookeeper
+	                  ? "ZooKeeper Ephemeral: the lock's ephemeral znode ends with the holder's session"
+	                  : "etcd Lease: the lock ends with the holder's etcd lease");
 	return Choice::consensus;
 }
 
@@ -263,10 +277,10 @@ choose_plain(const AdviseInput &input, const Infra &infra, std::vector<std::stri
 		return Choice::pg_lease;
 	}
 	if (infra.redis) {
-		why.push_back("single Redis lock (SET NX PX): nothing here needs more");
+		why.push_back("Redis Lease: a single lock (SET NX PX), renewed; nothing here needs more");
 		return Choice::redis_lock;
 	}
-	why.push_back(consensus_name(infra) + ": the only lock service listed");
+	why.push_back(consensus_choice(infra) + ": the only lock service listed");
 	return Choice::consensus;
 }
 

@@ -1,15 +1,16 @@
 // main.cpp -- the pglease command: a distributed flock and lease tools.
 //
-//   pglease run --resource R --ttl 30s [--wait 10s] [--holder H] [--grace 5s] -- CMD ARGS...
-//   pglease acquire|renew|release|status ...
-//   pglease advise ...
+//   pglease [--dsn DSN] run|acquire|renew|release|status|advise [OPTIONS]
 //
-// This file parses the command line and runs acquire, renew, release and
-// status itself; run's command is spawned and watched by child_process.cpp,
-// and advise is advise.hpp's advise_main.
+// The commands, their flags and the URL schemes of --dsn are the table of
+// commands.hpp, from which the help texts are made too.  This file parses
+// the command line with it and runs acquire, renew, release and status
+// itself; run's command is spawned and watched by child_process.cpp, and
+// advise is advise.hpp's advise_main.
 //
 // The DSN (--dsn) is any URL of pglease::connect; it defaults to libpq's
-// environment (PGHOST, PGPORT, ...), i.e. PostgreSQL.
+// environment (PGHOST, PGPORT, ...), i.e. PostgreSQL.  A PostgreSQL-only
+// command (status) refuses another provider's URL with 64, before any I/O.
 // Exit codes (docs/cli.md "Exit codes"): 0 success (run: the command's own status, or
 // 128+N if a signal N ended it), 64 usage, 69 server unavailable or
 // extension missing, 70 internal error, 75 not acquired within --wait,
@@ -17,7 +18,6 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -33,6 +33,7 @@
 
 #include "advise.hpp"
 #include "child_process.hpp"
+#include "commands.hpp"
 #include "duration.hpp"
 #include "pglease/pglease.hpp"
 
@@ -46,28 +47,6 @@ constexpr int exit_internal = 70;
 constexpr int exit_not_acquired = 75;
 constexpr int exit_lost = 76;
 constexpr int exit_permission = 77;
-
-const char *const usage_text =
-    "usage: pglease [--dsn DSN] COMMAND [OPTIONS]\n"
-    "       pglease help | --help | --version\n"
-    "\n"
-    "commands:\n"
-    "  run      --resource R --ttl 30s [--wait 10s] [--holder H] [--grace 5s] -- CMD [ARGS...]\n"
-    "           run CMD while holding the lease (renewed every TTL/3); CMD gets PGLEASE_TOKEN\n"
-    "           and PGLEASE_RESOURCE; if the lease is lost CMD gets SIGTERM, then SIGKILL\n"
-    "           after --grace\n"
-    "  acquire  --resource R --ttl 30s [--wait 0s] [--holder H]   print the token\n"
-    "  renew    --resource R --token T --ttl 30s\n"
-    "  release  --resource R --token T\n"
-    "  status   list current leases\n"
-    "  advise   --resource R --section 200ms --instances 8 --infra postgres,... (see advise --help)\n"
-    "\n"
-    "DSN: any URL of pglease::connect -- a PostgreSQL conninfo or postgresql:// URL (the default:\n"
-    "libpq's environment, PGHOST, PGPORT, PGDATABASE, ...), redis://host:port[/db],\n"
-    "redlock://h1:p1,h2:p2,h3:p3, memory: (run only).  status is PostgreSQL only.\n"
-    "exit codes: 0 ok (run: the command's status, 128+N for signal N), 64 usage,\n"
-    "  69 server unavailable or pg_lease not installed, 70 internal error,\n"
-    "  75 not acquired within --wait, 76 lease lost / token not current, 77 permission\n";
 
 // The --dsn of this run: every message printed goes through
 // pglease::redact with it, so its password is never shown.
@@ -88,11 +67,13 @@ text_of(const pglease::Error &error)
 	return out.str();
 }
 
+// usage_error -- the message, and where the usage is (the command's --help,
+// or pglease --help when there is no command)
 int
-usage_error(const std::string &message)
+usage_error(const std::string &message, std::string_view command = {})
 {
 	say(message);
-	std::cerr << usage_text;
+	std::cerr << "Try 'pglease " << (command.empty() ? "" : std::string{command} + " ") << "--help'.\n";
 	return exit_usage;
 }
 
@@ -144,7 +125,7 @@ struct Args {
 };
 
 std::optional<Args>
-parse_args(int argc, char **argv, int first, const std::vector<std::string> &known, std::string &error)
+parse_args(int argc, char **argv, int first, const pglease::cli::Command &command, std::string &error)
 {
 	Args args;
 	for (int i = first; i < argc; i++) {
@@ -169,8 +150,8 @@ parse_args(int argc, char **argv, int first, const std::vector<std::string> &kno
 			error = "option --" + name + " needs a value";
 			return std::nullopt;
 		}
-		if (std::find(known.begin(), known.end(), name) == known.end()) {
-			error = "unknown option --" + name;
+		if (pglease::cli::find_flag(command, name) == nullptr) {
+			error = "unknown option --" + name + " for " + std::string{command.name};
 			return std::nullopt;
 		}
 		args.values[name] = value;
@@ -291,7 +272,7 @@ cmd_run(const std::string &dsn, const Args &args)
 	std::string error;
 	const std::optional<RunOptions> run = parse_run(args, error);
 	if (!run)
-		return usage_error(error);
+		return usage_error(error, "run");
 
 	int exit_code = 0;
 	auto locker = locker_for(dsn, exit_code);
@@ -327,7 +308,7 @@ cmd_acquire(const std::string &dsn, const Args &args)
 	auto ttl = duration_arg(args, "ttl", std::nullopt, error);
 	auto wait = duration_arg(args, "wait", 0ms, error);
 	if (!error.empty())
-		return usage_error(error);
+		return usage_error(error, "acquire");
 	int exit_code = 0;
 	auto locker = locker_for(dsn, exit_code);
 	if (!locker)
@@ -342,7 +323,8 @@ cmd_acquire(const std::string &dsn, const Args &args)
 	    (!probe && probe.error().code == pglease::Errc::invalid_argument))
 		return usage_error("acquire needs a provider whose grants outlive this process and can be renewed "
 		                   "and released by token (" +
-		                   std::string{locker->provider()} + " cannot): use pglease run");
+		                       std::string{locker->provider()} + " cannot): use pglease run",
+		                   "acquire");
 	pglease::LeaseOptions options;
 	options.ttl = *ttl;
 	options.wait = *wait;
@@ -367,7 +349,7 @@ cmd_renew_release(const std::string &dsn, const Args &args, bool renew)
 	if (renew)
 		ttl = duration_arg(args, "ttl", std::nullopt, error);
 	if (!error.empty())
-		return usage_error(error);
+		return usage_error(error, renew ? "renew" : "release");
 	int exit_code = 0;
 	auto locker = locker_for(dsn, exit_code);
 	if (!locker)
@@ -404,6 +386,63 @@ cmd_status(const std::string &dsn)
 	return 0;
 }
 
+// dsn_refusal -- why command cannot take dsn, or "" when it can: a
+// PostgreSQL-only command refuses another provider's URL before any I/O
+std::string
+dsn_refusal(const pglease::cli::Command &command, const std::string &dsn)
+{
+	if (command.dsn != pglease::cli::DsnUse::postgres || pglease::cli::is_postgres_dsn(dsn))
+		return {};
+	const auto colon = dsn.find(':');
+	const bool url = colon != std::string::npos && dsn.compare(colon, 3, "://") == 0;
+	return std::string{command.name} +
+	       " is PostgreSQL only: --dsn must be a postgresql:// or postgres:// URL or a libpq conninfo "
+	       "(key=value ...), " +
+	       (colon == std::string::npos || colon == 0
+	            ? std::string{"and this one is neither"}
+	            : "not a " + dsn.substr(0, colon) + (url ? "://" : ":") + " URL");
+}
+
+// run_command -- parse the options of one command (argv[first] on) and run it
+int
+run_command(const pglease::cli::Command &command, std::string dsn, int argc, char **argv, int first)
+{
+	std::string error;
+	auto args = parse_args(argc, argv, first, command, error);
+	if (!args)
+		return usage_error(error, command.name);
+	if (auto d = args->values.find("dsn"); d != args->values.end())
+		dsn = g_dsn = d->second;
+	if (std::string refusal = dsn_refusal(command, dsn); !refusal.empty())
+		return usage_error(refusal, command.name);
+	if (command.name == "run")
+		return cmd_run(dsn, *args);
+	if (command.name == "acquire")
+		return cmd_acquire(dsn, *args);
+	if (command.name == "renew")
+		return cmd_renew_release(dsn, *args, true);
+	if (command.name == "release")
+		return cmd_renew_release(dsn, *args, false);
+	if (command.name == "status")
+		return cmd_status(dsn);
+	return exit_internal; // a command of the table that main does not run
+}
+
+// help -- `pglease help [COMMAND]`
+int
+help(int argc, char **argv, int i)
+{
+	if (i + 1 >= argc) {
+		std::cout << pglease::cli::main_help();
+		return 0;
+	}
+	const pglease::cli::Command *command = pglease::cli::find_command(argv[i + 1]);
+	if (command == nullptr)
+		return usage_error("no command '" + std::string{argv[i + 1]} + "' to help with");
+	std::cout << pglease::cli::command_help(*command);
+	return 0;
+}
+
 } // namespace
 
 int
@@ -414,8 +453,8 @@ main(int argc, char **argv)
 		int i = 1;
 		while (i < argc && std::strncmp(argv[i], "--", 2) == 0) {
 			std::string a = argv[i];
-			if (a == "--help" || a == "-h") {
-				std::cout << usage_text;
+			if (a == "--help") {
+				std::cout << pglease::cli::main_help();
 				return 0;
 			}
 			if (a == "--version") {
@@ -433,39 +472,25 @@ main(int argc, char **argv)
 				return usage_error("unknown option " + a);
 			}
 		}
+		if (i < argc && std::strcmp(argv[i], "-h") == 0) {
+			std::cout << pglease::cli::main_help();
+			return 0;
+		}
 		if (i >= argc)
 			return usage_error("no command");
-		std::string cmd = argv[i];
-		if (cmd == "help") {
-			std::cout << usage_text;
-			return 0;
-		}
-		if (cmd == "advise")
+		const std::string cmd = argv[i];
+		if (cmd == "help")
+			return help(argc, argv, i);
+		const pglease::cli::Command *command = pglease::cli::find_command(cmd);
+		if (command == nullptr)
+			return usage_error("unknown command '" + cmd + "'");
+		if (command->name == "advise")
 			return pglease::cli::advise_main(argc - i, argv + i, std::cout, std::cerr);
 		if (wants_help(argc, argv, i + 1)) {
-			std::cout << usage_text;
+			std::cout << pglease::cli::command_help(*command);
 			return 0;
 		}
-
-		std::vector<std::string> known = {"dsn", "resource", "ttl", "wait", "holder", "grace", "token"};
-		std::string error;
-		auto args = parse_args(argc, argv, i + 1, known, error);
-		if (!args)
-			return usage_error(error);
-		if (auto d = args->values.find("dsn"); d != args->values.end())
-			dsn = g_dsn = d->second;
-
-		if (cmd == "run")
-			return cmd_run(dsn, *args);
-		if (cmd == "acquire")
-			return cmd_acquire(dsn, *args);
-		if (cmd == "renew")
-			return cmd_renew_release(dsn, *args, true);
-		if (cmd == "release")
-			return cmd_renew_release(dsn, *args, false);
-		if (cmd == "status")
-			return cmd_status(dsn);
-		return usage_error("unknown command '" + cmd + "'");
+		return run_command(*command, dsn, argc, argv, i + 1);
 	} catch (const std::exception &e) {
 		say(e.what());
 		return exit_internal;

@@ -93,7 +93,7 @@ check_block() {
 
 check_tree() {
 	ROOT="$(cd "$1" && pwd)"
-	CLI="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
+	CLI="$(realpath -m "${PGLEASE_CLI:-$ROOT/build/client/pglease}")" # absolute: linked from a directory of its own
 	local readme="$ROOT/README.md" manifest n line kind arg example shown=()
 	[ -f "$readme" ] || die "no README.md in $ROOT"
 	work_dir pglease-readme-blocks

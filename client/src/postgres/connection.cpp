@@ -95,6 +95,23 @@ watched(pqxx::transaction_base &tx, milliseconds timeout, Exec &&exec)
 	}
 }
 
+// install_hint -- what to run when a SQLSTATE says the extension's schema
+// (3F000), a table (42P01) or a function (42883) is missing; db_connect has
+// already refused an installed extension older than this client, so a
+// missing function means one dropped or updated since: both commands named
+std::string
+install_hint(const std::string &state)
+{
+	if (state == "3F000")
+		return ": pg_lease is not installed in this database: run CREATE EXTENSION pg_lease "
+		       "(as a superuser)";
+	if (state == "42P01" || state == "42883")
+		return ": pg_lease is not installed in this database, or is older than this client (" +
+		       std::string{extension_version} +
+		       "): run CREATE EXTENSION pg_lease, or ALTER EXTENSION pg_lease UPDATE";
+	return {};
+}
+
 // Run body(); map what it throws.
 template <class T, class Body>
 Result<T>
@@ -134,7 +151,7 @@ guarded(Db *db, Body &&body) noexcept
 			if (db)
 				db->broken = true;
 		}
-		return Error{errc_from_sqlstate(state), state, msg};
+		return Error{errc_from_sqlstate(state), state, msg + install_hint(state)};
 	} catch (const std::exception &e) {
 		if (db && db->conn && !db->conn->is_open())
 			db->broken = true;

@@ -1,0 +1,301 @@
+// commands.cpp -- the table of commands.hpp, and the help texts made from it.
+//
+// tests/cli/help.sh reads the command table from this file (each Command
+// and Flag starts a line, kept so by clang-format off) and checks each flag
+// is in its command's --help.
+#include "commands.hpp"
+
+#include <algorithm>
+
+namespace pglease::cli {
+
+namespace {
+
+constexpr std::size_t help_width = 100; // the usage line wraps before this column
+
+const Flag dsn_flag{"dsn", "DSN", Need::optional, ""}; // its help depends on the command: dsn_help
+const Flag help_flag{"help", "", Need::optional, "print this text (also -h)"};
+
+constexpr std::string_view exit_codes =
+    "exit codes: 0 ok, 64 usage, 69 server unavailable or pg_lease not installed, 70 internal,\n"
+    "  75 not acquired within --wait, 76 lease lost or token not current, 77 permission\n";
+
+} // namespace
+
+const std::vector<Command> &
+commands()
+{
+	// one Command or Flag per line, as tests/cli/help.sh reads them
+	// clang-format off
+	static const std::vector<Command> table{
+	    {"run", DsnUse::any, "run a command while holding a lease, renewed every TTL/3",
+	     {
+	         {"resource", "NAME", Need::required, "the resource to lock (1 to 256 bytes)"},
+	         {"ttl", "DURATION", Need::required, "the lease's time to live: 250ms, 30s, 5m, 2h"},
+	         {"wait", "DURATION", Need::optional, "how long to wait for the lease (default 0s: try once)"},
+	         {"holder", "LABEL", Need::optional, "the holder's label (default: pglease@HOST:PID:N)"},
+	         {"grace", "DURATION", Need::optional, "after a lost lease, SIGTERM to SIGKILL (default 5s)"},
+	     },
+	     "-- CMD [ARGS...]",
+	     "CMD runs with PGLEASE_TOKEN and PGLEASE_RESOURCE set while the lease is renewed every TTL/3;\n"
+	     "if the lease is lost, CMD gets SIGTERM, then SIGKILL after --grace.\n"
+	     "exit status: CMD's own (128+N if signal N ended it), or 64 usage, 69 unavailable,\n"
+	     "  75 not acquired within --wait, 76 lease lost, 127 CMD cannot run\n"},
+	    {"acquire", DsnUse::tokens, "take a lease and print its token; it lasts its TTL",
+	     {
+	         {"resource", "NAME", Need::required, "the resource to lock (1 to 256 bytes)"},
+	         {"ttl", "DURATION", Need::required, "the lease's time to live: 250ms, 30s, 5m, 2h"},
+	         {"wait", "DURATION", Need::optional, "how long to wait for the lease (default 0s: try once)"},
+	         {"holder", "LABEL", Need::optional, "the holder's label (default: pglease@HOST:PID:N)"},
+	     },
+	     "",
+	     "The lease outlives this command until its TTL ends: renew and release it by its token.\n"},
+	    {"renew", DsnUse::tokens, "extend a lease by its token",
+	     {
+	         {"resource", "NAME", Need::required, "the leased resource"},
+	         {"token", "TOKEN", Need::required, "the token acquire printed"},
+	         {"ttl", "DURATION", Need::required, "the new time to live, from now"},
+	     },
+	     "",
+	     "exit status 76: the lease is not held with that token any more.\n"},
+	    {"release", DsnUse::tokens, "release a lease by its token",
+	     {
+	         {"resource", "NAME", Need::required, "the leased resource"},
+	         {"token", "TOKEN", Need::required, "the token acquire printed"},
+	     },
+	     "",
+	     "exit status 76: the lease is not held with that token any more.\n"},
+	    {"status", DsnUse::postgres, "list the current leases (PostgreSQL only)", {}, "",
+	     "One line per lease: resource, holder, token, owner, remaining, session-bound, waiters.\n"},
+	    {"advise", DsnUse::none, "print the lock configuration that fits a job (no server)",
+	     {
+	         {"resource", "NAME", Need::required, "the resource to lock (1 to 256 bytes)"},
+	         {"section", "DURATION", Need::required, "how long the lock is held: 250ms, 1.5s, 30s, 5m, 2h"},
+	         {"instances", "N", Need::required, "how many processes compete for the lock (1 or more)"},
+	         {"infra", "LIST", Need::required, "what you run: postgres,redis,zookeeper,etcd,memory"},
+	         {"write", "", Need::optional, "the section writes a shared resource"},
+	         {"strong", "", Need::optional, "strong consistency is required"},
+	         {"failover", "", Need::optional, "a crashed holder must hand the lock over fast"},
+	         {"explain", "", Need::optional, "add one \"# \" line per decision taken"},
+	         {"emit", "sql|cpp", Need::optional, "add code, 20 lines at most: sql (PostgreSQL), cpp (all)"},
+	     },
+	     "",
+	     "Prints four lines: Provider, Strategy, TTL, Safety (docs/decision-tree.md).\n"
+	     "A DURATION is 250ms, 1.5s, 30s, 5m or 2h; a bare number is seconds.\n"
+	     "Exit status: 0 advice printed, 64 usage error, 65 no configuration fits.\n"},
+	};
+	// clang-format on
+	return table;
+}
+
+const Command *
+find_command(std::string_view name)
+{
+	for (const Command &command : commands())
+		if (command.name == name)
+			return &command;
+	return nullptr;
+}
+
+std::vector<Flag>
+flags_of(const Command &command)
+{
+	std::vector<Flag> flags = command.flags;
+	if (command.dsn != DsnUse::none)
+		flags.push_back(dsn_flag);
+	flags.push_back(help_flag);
+	return flags;
+}
+
+const Flag *
+find_flag(const Command &command, std::string_view name)
+{
+	if (name == dsn_flag.name)
+		return command.dsn == DsnUse::none ? nullptr : &dsn_flag;
+	if (name == help_flag.name)
+		return &help_flag;
+	auto it = std::find_if(command.flags.begin(), command.flags.end(),
+	                       [&](const Flag &flag) { return flag.name == name; });
+	return it == command.flags.end() ? nullptr : &*it;
+}
+
+const std::vector<Scheme> &
+schemes()
+{
+	static const std::vector<Scheme> table{
+	    {"postgresql://", "postgresql://[USER@]HOST[:PORT]/DB", true, true, false},
+	    {"postgres://", "", true, true, true},
+	    {"redis://", "redis://HOST:PORT[/DB]", false, true, false},
+	    {"etcd://", "etcd://H1:P1[,...]", false, true, false},
+	    {"redlock://", "redlock://H1:P1,H2:P2,H3:P3", false, false, false},
+	    {"zookeeper://", "zookeeper://H1:P1[,...][/CHROOT]", false, false, false},
+	    {"memory:", "memory:NAME (one process)", false, false, false},
+	};
+	return table;
+}
+
+bool
+is_postgres_dsn(std::string_view dsn) noexcept
+{
+	// the rule of pglease::connect (client/src/connect.cpp)
+	const bool url = dsn.find("://") != std::string_view::npos;
+	return dsn.empty() || (!url && dsn.find('=') != std::string_view::npos) ||
+	       dsn.rfind("postgresql://", 0) == 0 || dsn.rfind("postgres://", 0) == 0;
+}
+
+bool
+accepts(DsnUse use, const Scheme &scheme) noexcept
+{
+	switch (use) {
+	case DsnUse::none:
+		return false;
+	case DsnUse::any:
+		return true;
+	case DsnUse::tokens:
+		return scheme.tokens;
+	case DsnUse::postgres:
+		return scheme.postgres;
+	}
+	return false;
+}
+
+namespace {
+
+// users_of -- the commands that take the scheme, space-separated
+std::string
+users_of(const Scheme &scheme)
+{
+	std::string names;
+	for (const Command &command : commands())
+		if (accepts(command.dsn, scheme))
+			names += (names.empty() ? "" : " ") + std::string{command.name};
+	return names;
+}
+
+// scheme_lines -- the schemes, one line for those the same commands take
+std::string
+scheme_lines()
+{
+	std::vector<std::pair<std::string, std::string>> groups; // commands, forms
+	for (const Scheme &scheme : schemes()) {
+		std::string users = users_of(scheme);
+		if (scheme.alias) { // "postgresql://... (or postgres://)"
+			groups.back().second += " (or " + std::string{scheme.prefix} + "), a libpq conninfo";
+			continue;
+		}
+		if (!groups.empty() && groups.back().first == users)
+			groups.back().second += ", " + std::string{scheme.form};
+		else
+			groups.emplace_back(users, scheme.form);
+	}
+	std::string every;
+	for (const Command &command : commands())
+		if (command.dsn != DsnUse::none)
+			every += (every.empty() ? "" : " ") + std::string{command.name};
+	std::string text;
+	for (auto &[users, forms] : groups) {
+		if (users == every)
+			users = "all commands";
+		else if (users.find(' ') == std::string::npos)
+			users += " only";
+		text += "  " + users + ": " + forms + "\n";
+	}
+	return text;
+}
+
+} // namespace
+
+std::string
+main_help()
+{
+	std::string text =
+	    "usage: pglease [--dsn DSN] COMMAND [OPTIONS]    (pglease COMMAND --help: its options)\n"
+	    "       pglease --help | --version | help [COMMAND]\n"
+	    "commands:\n";
+	for (const Command &command : commands()) {
+		std::string name{command.name};
+		name.resize(9, ' ');
+		text += "  " + name + std::string{command.summary} + "\n";
+	}
+	text +=
+	    "DSN (--dsn; default: libpq's environment, PGHOST, PGDATABASE, ...), by command:\n" + scheme_lines();
+	text += exit_codes;
+	text += "more: pglease COMMAND --help, docs/cli.md\n";
+	return text;
+}
+
+namespace {
+
+// flag_usage -- "--ttl DURATION", "[--wait DURATION]", "[--write]"
+std::string
+flag_usage(const Flag &flag)
+{
+	std::string text = "--" + std::string{flag.name};
+	if (!flag.value.empty())
+		text += " " + std::string{flag.value};
+	return flag.need == Need::required ? text : "[" + text + "]";
+}
+
+// usage_line -- "usage: pglease NAME" and the flags but --help, wrapped
+std::string
+usage_line(const Command &command)
+{
+	const std::string head = "usage: pglease " + std::string{command.name};
+	std::vector<std::string> words;
+	for (const Flag &flag : flags_of(command))
+		if (flag.name != help_flag.name)
+			words.push_back(flag_usage(flag));
+	if (!command.trailer.empty())
+		words.emplace_back(command.trailer);
+	std::string text = head, line = head;
+	for (const std::string &word : words) {
+		if (line.size() + 1 + word.size() > help_width) {
+			text += "\n" + std::string(head.size(), ' ');
+			line = std::string(head.size(), ' ');
+		}
+		text += " " + word;
+		line += " " + word;
+	}
+	return text + "\n";
+}
+
+// dsn_help -- the --dsn line of a command: the schemes it takes
+std::string
+dsn_help(const Command &command)
+{
+	std::string text;
+	for (const Scheme &scheme : schemes()) {
+		if (!accepts(command.dsn, scheme))
+			continue;
+		if (scheme.alias)
+			text += " or " + std::string{scheme.prefix};
+		else
+			text += (text.empty() ? "" : ", ") + std::string{scheme.prefix};
+		if (scheme.postgres && scheme.alias)
+			text += ", a conninfo";
+	}
+	return text + " (default: PG* env)";
+}
+
+} // namespace
+
+std::string
+command_help(const Command &command)
+{
+	std::string text = usage_line(command) + "\n" + std::string{command.summary} + ".\n\noptions:\n";
+	for (const Flag &flag : flags_of(command)) {
+		std::string left = "--" + std::string{flag.name};
+		if (!flag.value.empty())
+			left += " " + std::string{flag.value};
+		left.resize(std::max<std::size_t>(left.size() + 2, 20), ' ');
+		text +=
+		    "  " + left + (flag.name == dsn_flag.name ? dsn_help(command) : std::string{flag.help}) + "\n";
+	}
+	if (!command.details.empty())
+		text += "\n" + std::string{command.details};
+	if (command.name != "run" && command.name != "advise")
+		text += exit_codes;
+	return text;
+}
+
+} // namespace pglease::cli
