@@ -3,7 +3,7 @@
 # violation: feed it a history with one planted violation per property and
 # expect each property to fail (a checker that cannot fail proves nothing).
 source "$(dirname "$0")/lib.sh"
-PORT="${FAULTS_PORT:-54401}"
+PORT="${FAULTS_PORT:-24401}"
 start_cluster "$WORK/pg" "$PORT"
 use_cluster "$WORK/pg" "$PORT"
 

@@ -10,7 +10,7 @@
 # same schedule: grants acknowledged by the old primary are missing on the
 # promoted standby and its tokens go back; the checker must say so.
 source "$(dirname "$0")/lib.sh"
-PORT="${FAULTS_PORT:-54403}"
+PORT="${FAULTS_PORT:-24403}"
 if [ "$QUICK" = 1 ]; then AFTER_GRANTS=20; else AFTER_GRANTS=200; fi
 BINDIR="$(pg_config --bindir)"
 as_pg() { (cd / && runuser -u postgres -- "$@"); }

@@ -4,7 +4,7 @@
 # Fenced, the stale holder's write fails with LS001 and no increment is lost;
 # unfenced, the same schedule loses an update.  The test asserts both.
 source "$(dirname "$0")/lib.sh"
-PORT="${FAULTS_PORT:-54402}"
+PORT="${FAULTS_PORT:-24402}"
 start_cluster "$WORK/pg" "$PORT"
 use_cluster "$WORK/pg" "$PORT"
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE pause" 
