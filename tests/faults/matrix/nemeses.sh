@@ -143,7 +143,7 @@ leader_node() {
 	local n
 	for n in 0 1 2; do
 		case "$1" in
-		etcd) ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:${ETCD_PORTS[n]} endpoint status -w json 2>/dev/null |
+		etcd) ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:$(port_of etcd "$n") endpoint status -w json 2>/dev/null |
 			grep -q '"member_id":\([0-9]*\),.*"leader":\1[,}]' && { echo "$n"; return 0; } ;;
 		zk) [ "$("$ZK" mode "$WORK/zk-$n" 2>/dev/null)" = leader ] && { echo "$n"; return 0; } ;;
 		esac

@@ -178,6 +178,7 @@ run_provider() {
 		done
 	done
 	"${PROV}_down"
+	: >"$WORK/done-$PROV"
 }
 
 started=$SECONDS
@@ -196,6 +197,9 @@ failures=0
 for PROV in selftest $PROVIDERS; do
 	cat "$WORK/out-$PROV"
 	failures=$((failures + $(grep -c '^not ok' "$WORK/out-$PROV" || true)))
+	# a provider's run that stopped (a server that did not start) left cells unrun
+	[ "$PROV" = selftest ] || [ -f "$WORK/done-$PROV" ] ||
+		not_ok "matrix_${PROV}_ran_to_the_end" "its run stopped before its last cell; see the lines above"
 done
 echo "# matrix: $((SECONDS - started)) s"
 {

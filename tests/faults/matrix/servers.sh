@@ -4,18 +4,31 @@
 # on Unix sockets only, each in its own directory: their port numbers below
 # only name the socket.  Redis, Redlock, etcd and ZooKeeper listen on
 # loopback TCP ports that are free when they start (free_ports,
-# scripts/lib/ports.sh), kept in REDIS_PORTS[P], REDLOCK_PORTS, ETCD_PORTS,
-# ZK_PORTS of the provider's subshell for its nemeses; a start that loses a
-# bind race (another process took a port between the check and the server's
-# bind) is retried on new ports (up_retrying).
+# scripts/lib/ports.sh), kept in PORTS_OF[P] of the provider's subshell for
+# its nemeses and its next start (a cluster's data names its members' ports:
+# the failover cells stop and start it again on the same ones); a start that
+# loses a bind race (another process took a port between the check and the
+# server's bind) is retried on new ports, its directories wiped
+# (up_retrying).
 REDIS="$ROOT/scripts/redis.sh"
 ETCD="$ROOT/scripts/etcd.sh"
 ZK="$ROOT/scripts/zookeeper.sh"
 export ZK_PEER_OFFSET=10 # a member's quorum port is its client port + 10, election + 20
 # the socket names of the PostgreSQL clusters (not TCP ports)
 SOCK_STORE=25400 SOCK_PG=25410 SOCK_SYNC=25420 SOCK_SYNC_S=25421
-declare -A REDIS_PORTS=()
-REDLOCK_PORTS=() ETCD_PORTS=() ZK_PORTS=()
+declare -A PORTS_OF=()
+
+# pick_ports PROVIDER N [OFFSET...] -- PORTS_OF[PROVIDER]: N free ports (each
+# with PORT + OFFSET free too), unless it has its ports already
+pick_ports() {
+	local prov="$1"
+	shift
+	[ -n "${PORTS_OF[$prov]:-}" ] || PORTS_OF[$prov]="$(spaced_ports "$@")" || return 1
+}
+# port_of PROVIDER I -- its I-th port (from 0)
+port_of() { local p; read -r -a p <<<"${PORTS_OF[$1]}"; echo "${p[$2]}"; }
+# url_hosts PROVIDER -- "127.0.0.1:P1,127.0.0.1:P2,..."
+url_hosts() { sed 's/\([0-9][0-9]*\)/127.0.0.1:\1/g; s/ /,/g' <<<"${PORTS_OF[$1]}"; }
 COUNTER_SQL="CREATE TABLE IF NOT EXISTS matrix_counter (id int PRIMARY KEY, v bigint NOT NULL, max_token bigint NOT NULL);
 INSERT INTO matrix_counter VALUES (1, 0, 0) ON CONFLICT (id) DO NOTHING"
 
@@ -85,37 +98,36 @@ redis_pair_up() { # NAME PRIMARY_PORT REPLICA_PORT [persist]
 	echo "redis://127.0.0.1:$2" >"$URLS/$1"
 }
 # replica_port PROVIDER -- the port of redis's (redisaof's) replica
-replica_port() { echo "${REDIS_PORTS[$1]#* }"; }
+replica_port() { port_of "$1" 1; }
 redis_pair_down() { "$REDIS" kill "$WORK/$1-p" >/dev/null 2>&1 || true; "$REDIS" kill "$WORK/$1-r" >/dev/null 2>&1 || true; rm -rf "${WORK:?}/$1-p" "${WORK:?}/$1-r"; }
-redis_start() { REDIS_PORTS[redis]="$(free_ports 2)"; redis_pair_up redis ${REDIS_PORTS[redis]}; }
+redis_start() { pick_ports redis 2 && redis_pair_up redis ${PORTS_OF[redis]}; }
 redis_up() { up_retrying redis; }
 redis_down() { redis_pair_down redis; }
-redisaof_start() { REDIS_PORTS[redisaof]="$(free_ports 2)"; redis_pair_up redisaof ${REDIS_PORTS[redisaof]} persist; }
+redisaof_start() { pick_ports redisaof 2 && redis_pair_up redisaof ${PORTS_OF[redisaof]} persist; }
 redisaof_up() { up_retrying redisaof; }
 redisaof_down() { redis_pair_down redisaof; }
 
 redlock_start() {
-	local n url=""
-	read -r -a REDLOCK_PORTS <<<"$(free_ports 3)"
+	local n
+	pick_ports redlock 3 || return 1
 	for n in 0 1 2; do
-		"$REDIS" start "$WORK/redlock-$n" "${REDLOCK_PORTS[n]}" >/dev/null || return 1
-		url="${url:+$url,}127.0.0.1:${REDLOCK_PORTS[n]}"
+		"$REDIS" start "$WORK/redlock-$n" "$(port_of redlock "$n")" >/dev/null || return 1
 	done
-	echo "redlock://$url" >"$URLS/redlock"
+	echo "redlock://$(url_hosts redlock)" >"$URLS/redlock"
 }
 redlock_up() { up_retrying redlock; }
 redlock_down() { local n; for n in 0 1 2; do "$REDIS" kill "$WORK/redlock-$n" >/dev/null 2>&1 || true; done; }
 
 etcd_start() {
 	local spec n pids=() rc=0
-	read -r -a ETCD_PORTS <<<"$(spaced_ports 3 1)" # peer port: client port + 1
-	spec="$(tr ' ' , <<<"${ETCD_PORTS[*]}")"
+	pick_ports etcd 3 1 || return 1 # peer port: client port + 1
+	spec="$(tr ' ' , <<<"${PORTS_OF[etcd]}")"
 	for n in 0 1 2; do
-		"$ETCD" start "$WORK/etcd-$n" "${ETCD_PORTS[n]}" "$spec" >/dev/null &
+		"$ETCD" start "$WORK/etcd-$n" "$(port_of etcd "$n")" "$spec" >/dev/null &
 		pids+=($!)
 	done
 	for n in "${pids[@]}"; do wait "$n" || rc=1; done
-	echo "etcd://127.0.0.1:${ETCD_PORTS[0]},127.0.0.1:${ETCD_PORTS[1]},127.0.0.1:${ETCD_PORTS[2]}" >"$URLS/etcd"
+	echo "etcd://$(url_hosts etcd)" >"$URLS/etcd"
 	return "$rc"
 }
 etcd_up() { up_retrying etcd; }
@@ -123,16 +135,16 @@ etcd_down() { local n; for n in 0 1 2; do "$ETCD" kill "$WORK/etcd-$n" >/dev/nul
 
 zk_start() {
 	local ens n i
-	read -r -a ZK_PORTS <<<"$(spaced_ports 3 "$ZK_PEER_OFFSET" $((2 * ZK_PEER_OFFSET)))"
-	ens="$(tr ' ' , <<<"${ZK_PORTS[*]}")"
+	pick_ports zk 3 "$ZK_PEER_OFFSET" $((2 * ZK_PEER_OFFSET)) || return 1
+	ens="$(tr ' ' , <<<"${PORTS_OF[zk]}")"
 	for n in 0 1 2; do
-		"$ZK" start "$WORK/zk-$n" "${ZK_PORTS[n]}" "$ens" $((n + 1)) >/dev/null || return 1
+		"$ZK" start "$WORK/zk-$n" "$(port_of zk "$n")" "$ens" $((n + 1)) >/dev/null || return 1
 	done
 	for i in $(seq 1 300); do
 		[ "$(for n in 0 1 2; do "$ZK" mode "$WORK/zk-$n" 2>/dev/null; done | grep -c -E 'leader|follower')" = 3 ] && break
 		sleep 0.1
 	done
-	echo "zookeeper://127.0.0.1:${ZK_PORTS[0]},127.0.0.1:${ZK_PORTS[1]},127.0.0.1:${ZK_PORTS[2]}" >"$URLS/zk"
+	echo "zookeeper://$(url_hosts zk)" >"$URLS/zk"
 }
 zk_up() { up_retrying zk; }
 
@@ -156,8 +168,9 @@ spaced_ports() {
 	echo "${picked[*]}"
 }
 
-# up_retrying PROVIDER -- PROVIDER_start on new free ports until it did not
-# lose a bind race (3 tries); any other failure stops at once
+# up_retrying PROVIDER -- PROVIDER_start (on its ports, new free ones the
+# first time) until it did not lose a bind race (3 tries, new ports and
+# fresh directories each); any other failure stops at once
 up_retrying() {
 	local try out="$WORK/start-$1.out"
 	for try in 1 2 3; do
@@ -169,6 +182,7 @@ up_retrying() {
 		echo "# $1: a port was taken before its server bound it (try $try), starting again on new ports"
 		"${1}_down"
 		rm -rf "${WORK:?}/$1"-*
+		PORTS_OF[$1]=""
 	done
 	sed 's/^/# /' "$out"
 	return 1
