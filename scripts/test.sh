@@ -5,8 +5,10 @@
 # isolation suites and tests/shell/ in both modes, preloaded and not, on
 # clusters CTest fixtures start; the C++ suites; the CLI against every
 # provider; conformance; the quick fault suite and the quick HA run).
-# Arguments go to ctest (e.g. -L unit, -R shell).  Ends with one summary
-# that names the failed tests.
+# Arguments go to ctest (e.g. -L unit, -R shell).  A line as each test
+# starts and ends (with its time and result), every test's output in one log
+# under build/client/test-logs/, a failed test's output shown; ends with one
+# summary that names every failed test and the log (scripts/lib/runner.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"

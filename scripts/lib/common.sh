@@ -12,11 +12,11 @@
 #   ok NAME / not_ok NAME WHY  one named check, counted in $failures
 #   expect NAME WHY 'COND'     ok if the eval'd condition holds, else not ok
 #   finish                     exit non-zero if any check failed
-#   count_checks FILE          "OK BAD": the named checks a log shows (ok/not
-#                              ok lines, GoogleTest and pg_regress results)
-#   run_ctest TITLE BUILD [ctest args...]   the registered tests of a build
-#                              (tests/CMakeLists.txt), then one summary: tests
-#                              run, passed, failed by name, checks inside them
+#   count_checks FILE          "OK BAD": the named checks a log shows
+#   negative_control NAME WHAT 'COND'   a check that a provoked violation showed
+#   as_expected_violations     filter: a checker's report on a negative control
+#   run_ctest TITLE BUILD [ctest args...]   the registered tests of a build,
+#                              streamed, then one summary (scripts/lib/runner.sh)
 #   alive, pid_of, wait_gone, claim   the pidfile plumbing of the throwaway
 #                              servers (scripts/redis.sh, etcd.sh, zookeeper.sh)
 #   free_port, free_ports N    loopback ports free now, below the ephemeral
@@ -83,49 +83,8 @@ expect() {
 
 finish() { exit $((failures > 0)); }
 
-# The lines of a log that are one check each: "ok - x" / "not ok - x" (the
-# shell tests), GoogleTest's per-test result lines, pg_regress's per-test
-# lines (isolation's start with spaces).
-PGLEASE_CHECK_OK='^(test |     )?[a-z_0-9]+ +\.\.\. ok|^ok - |^\[ +OK \] .* \([0-9]+ ms\)$'
-PGLEASE_CHECK_BAD='^(test |     )?[a-z_0-9]+ +\.\.\. FAILED|^not ok - |^\[ +FAILED +\] .* \([0-9]+ ms\)$'
-
-count_checks() {
-	local good bad
-	good="$(grep -cE "$PGLEASE_CHECK_OK" "$1" || true)"
-	bad="$(grep -cE "$PGLEASE_CHECK_BAD" "$1" || true)"
-	echo "$good $bad"
-}
-
-# run_ctest TITLE BUILD [ctest args...] -- make test and make faults: ctest
-# over BUILD's registered tests (output shown for a failed one), then the
-# summary, in the same terms for every suite
-run_ctest() {
-	local title="$1" build="$2" start out rc=0 registered ran failed skipped checks
-	shift 2
-	start="$(date +%s)"
-	out="$(mktemp)"
-	ctest --test-dir "$build" --output-on-failure "$@" | tee "$out" || rc=$?
-	# before ctest -N, which writes LastTest.log anew
-	read -r -a checks <<<"$(count_checks "$build/Testing/Temporary/LastTest.log")"
-	registered="$(ctest --test-dir "$build" -N | sed -n 's/^Total Tests: //p')"
-	ran="$(sed -n 's/^.*tests passed, [0-9]* tests\{0,1\} failed out of \([0-9]*\).*$/\1/p' "$out")"
-	# "  12 - name (Failed)" after "The following tests FAILED:", "(Skipped)" in the list before it
-	failed="$(ctest_listed 'FAILED' "$out")"
-	skipped="$(ctest_listed 'did not run' "$out")"
-	rm -f "$out"
-	echo
-	echo "$title: ${ran:-0} of ${registered:-0} registered tests run (ctest -N):" \
-		"$((${ran:-0} - $(wc -w <<<"$failed $skipped"))) passed, $(wc -w <<<"$skipped") skipped${skipped:+ ($skipped)}," \
-		"$(wc -w <<<"$failed") failed${failed:+: $failed}; inside them ${checks[0]} checks ok, ${checks[1]} not ok;" \
-		"$(($(date +%s) - start)) s"
-	[ "$rc" -eq 0 ] && [ -z "$failed" ] && [ "${ran:-0}" -gt 0 ]
-}
-
-# ctest_listed HEADING FILE -- the test names ctest lists under "The
-# following tests HEADING:", on one line
-ctest_listed() {
-	sed -n "/^The following tests $1:/,/^\$/ s/^[[:space:]]*[0-9]* - \(.*\) (.*)\$/\1/p" "$2" | paste -sd' '
-}
+# count_checks, run_ctest and the negative controls' lines: scripts/lib/runner.sh
+source "$(dirname "${BASH_SOURCE[0]}")/runner.sh"
 
 # ---- throwaway servers: each a daemon whose pid is kept in a pidfile -------
 

@@ -6,7 +6,7 @@
 # CTest counts as skipped).
 source "$(dirname "$0")/lib.sh"
 [ "$QUICK" != 1 ] || { echo "# client_sanitized: only in the full run (make faults)"; exit 77; }
-PORT="${FAULTS_PORT:-54404}"
+PORT="${FAULTS_PORT:-24404}"
 BUILD="$ROOT/build/client-asan"
 cmake -S "$ROOT/client" -B "$BUILD" -DPGLEASE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build "$BUILD" -j2 --target client_test pglease_cli >/dev/null

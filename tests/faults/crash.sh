@@ -5,7 +5,7 @@
 # restarted each time.  The history checker must pass, and every worker must
 # survive (the client reports "unavailable", it never crashes).
 source "$(dirname "$0")/lib.sh"
-PORT="${FAULTS_PORT:-54400}"
+PORT="${FAULTS_PORT:-24400}"
 if [ "$QUICK" = 1 ]; then CRASHES=3; else CRASHES=10; fi
 SECONDS_RUN=$((CRASHES * 4 + 6))
 

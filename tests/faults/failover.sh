@@ -10,7 +10,7 @@
 # same schedule: grants acknowledged by the old primary are missing on the
 # promoted standby and its tokens go back; the checker must say so.
 source "$(dirname "$0")/lib.sh"
-PORT="${FAULTS_PORT:-54403}"
+PORT="${FAULTS_PORT:-24403}"
 if [ "$QUICK" = 1 ]; then AFTER_GRANTS=20; else AFTER_GRANTS=200; fi
 BINDIR="$(pg_config --bindir)"
 as_pg() { (cd / && runuser -u postgres -- "$@"); }
@@ -91,7 +91,9 @@ run_failover() {
 	use_cluster "$S" "$sport"
 	checked=0
 	"$ROOT/tests/faults/check_history.sh" faults "$WORK/$mode"-w*.log >"$WORK/$mode.check" || checked=$?
-	sed 's/^/#   /' "$WORK/$mode.check"
+	# the async run is a negative control: the violations it must show are
+	# marked as such, not printed as failures
+	if [ "$mode" = async ]; then as_expected_violations <"$WORK/$mode.check"; else sed 's/^/#   /' "$WORK/$mode.check"; fi
 	max_before="$(cat "$WORK/$mode"-w*.log | awk -v t="$killed_at" '$1 == "G" && $6 < t { if ($3 > m) m = $3 } END { print m + 0 }')"
 	# a release is not flushed, so it can be lost in the failover: the holder's
 	# next acquire is then an idempotent re-acquire that rightly returns its
@@ -114,9 +116,9 @@ expect "sync_failover_history_checker_passes" "see above" '[ "$checked" -eq 0 ]'
 expect "sync_tokens_after_promotion_higher_than_all_before" "$min_after <= $max_before" '[ "$min_after" -gt "$max_before" ]'
 
 run_failover async
-expect "async_failover_checker_reports_lost_grants" "the checker found nothing; see above" \
+negative_control "async_failover_checker_reports_lost_grants" "grants acknowledged by the old primary missing on the promoted standby" \
 	'grep -q "^not ok - every_acknowledged_grant_is_in_server_history" "$WORK/async.check"'
-expect "async_failover_checker_reports_token_reuse" "the checker found no reused token; see above" \
+negative_control "async_failover_checker_reports_token_reuse" "a token told to two grants" \
 	'grep -q "^not ok - token_never_given_to_two_grants" "$WORK/async.check"'
 echo "# async: lowest token after promotion $min_after vs highest before $max_before"
 finish

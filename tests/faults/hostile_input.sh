@@ -4,7 +4,7 @@
 # documented SQLSTATE, and no lease may change unless a valid call had to
 # change it.
 #
-# On its own throwaway preloaded cluster (port FAULTS_PORT, default 54410):
+# On its own throwaway preloaded cluster (port FAULTS_PORT, default 24410):
 #
 # - hostile/setup.sql makes two ordinary storm roles (hostile_caller;
 #   hostile_admin, which may also break and gc), and bystander leases held
@@ -30,7 +30,7 @@
 # FAULTS_QUICK=1: 2,800 calls (CI); default: 22,000.
 source "$(dirname "$0")/lib.sh" # ROOT, WORK, start_cluster, ok/not_ok
 HERE="$ROOT/tests/faults"
-PORT="${FAULTS_PORT:-54410}"
+PORT="${FAULTS_PORT:-24410}"
 SEED="${FAULTS_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000))}"
 if [ "${FAULTS_QUICK:-0}" = 1 ]; then
 	BATCHES=4 PER_BATCH=700 MIN_CALLS=2000 BATCH_LIMIT=90

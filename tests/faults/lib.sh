@@ -1,6 +1,7 @@
 # lib.sh -- shared by the fault tests (sourced).  Each test starts its own
-# clusters on ports from FAULTS_PORT (set by scripts/faults.sh), records what
-# happened, and runs check_history.sh.  FAULTS_QUICK=1: the reduced run of
+# clusters, on Unix sockets in its own work directory (listen_addresses is
+# empty: the port, FAULTS_PORT or the script's default below 32768, only
+# names the socket), records what happened, and runs check_history.sh.  FAULTS_QUICK=1: the reduced run of
 # make test; otherwise the full run of make faults.
 set -euo pipefail
 

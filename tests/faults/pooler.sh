@@ -26,15 +26,15 @@
 #      transaction works; a NULL holder names the backend, so clients sharing
 #      a backend share it.
 #
-#   FAULTS_PORT=54420          the cluster's port (its socket is in the temp dir)
-#   FAULTS_BOUNCER_PORT=64420  PgBouncer's port (its socket is in the temp dir)
+#   FAULTS_PORT=24420          the cluster's port (its socket is in the temp dir)
+#   FAULTS_BOUNCER_PORT=24425  PgBouncer's port (its socket is in the temp dir)
 #   FAULTS_QUICK=1             reduced run (fewer client_test cases, shorter sleeps)
 #   FAULTS_STRICT=0            the statement_timeout checks only report what they see
 #
 # Prints "ok - name" / "not ok - name: why", and exits non-zero on a failure.
 source "$(dirname "$0")/lib.sh" # ROOT, QUICK, WORK, start_cluster, expect
-PORT="${FAULTS_PORT:-54420}"
-BPORT="${FAULTS_BOUNCER_PORT:-64420}"
+PORT="${FAULTS_PORT:-24420}"
+BPORT="${FAULTS_BOUNCER_PORT:-24425}"
 export PGLEASE_TEST_PORT="$PORT"
 t_start="$(date +%s)"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # privilege_audit.sh -- what an ordinary role can and cannot do to pg_lease.
 #
-# On its own throwaway preloaded cluster (port FAULTS_PORT, default 54411),
+# On its own throwaway preloaded cluster (port FAULTS_PORT, default 24411),
 # two ordinary roles: audit_victim holds leases (one session-bound, its
 # backend kept alive in the background), audit_mallory attacks them.  Each
 # attempt is a named check printing the SQLSTATE it got:
@@ -28,7 +28,7 @@
 # three functions instead of all.
 source "$(dirname "$0")/lib.sh" # ROOT, QUICK, WORK, start_cluster, ok/not_ok
 HERE="$ROOT/tests/faults"
-PORT="${FAULTS_PORT:-54411}"
+PORT="${FAULTS_PORT:-24411}"
 DB=privaudit
 M=audit_mallory
 V=audit_victim

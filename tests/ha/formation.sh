@@ -1,16 +1,18 @@
 # shellcheck shell=bash
 # formation.sh -- a pg_auto_failover formation on loopback (sourced by the
-# HA tests): a monitor on HA_PORT, node1 and node2 on HA_PORT+1, +2, each
-# run by its own `pg_autoctl run` as the postgres user, pg_lease preloaded
-# on both data nodes.  Every node runs in its own process group, so a node
-# can be lost the way a machine is lost: keeper and Postgres killed together.
+# HA tests): a monitor, node1 and node2 on loopback TCP ports free when the
+# formation starts (HA_PORTS: "MONITOR NODE1 NODE2", from free_ports of
+# scripts/lib/ports.sh; ha_formation_up starts again on new ports when a
+# server lost a bind race), each run by its own `pg_autoctl run` as the
+# postgres user, pg_lease preloaded on both data nodes.  Every node runs in
+# its own process group, so a node can be lost the way a machine is lost:
+# keeper and Postgres killed together.
 #
-# Needs HA_DIR (a fresh directory) and HA_PORT.  ha_cleanup kills every
-# process group it started and removes HA_DIR.
+# Needs HA_DIR (a fresh directory).  ha_cleanup kills every process group it
+# started and removes HA_DIR.
 set -euo pipefail
 
 HA_BINDIR="$(pg_config --bindir)"
-HA_MONITOR_URL="postgres://autoctl_node@127.0.0.1:${HA_PORT}/pg_auto_failover?sslmode=disable"
 HA_NODES=(node1 node2)
 command -v pg_autoctl >/dev/null ||
 	{ echo "not ok - pg_autoctl missing: run scripts/install-deps.sh (pg-auto-failover-cli, postgresql-15-auto-failover)"; exit 1; }
@@ -23,15 +25,18 @@ HA_ENV=(runuser -u postgres -- env -i -C / HOME="$HA_DIR" PATH="$HA_BINDIR:/usr/
 ha_as_pg() { "${HA_ENV[@]}" "$@"; }
 
 ha_port() { # NAME -> its port
-	case "$1" in monitor) echo "$HA_PORT" ;; node1) echo $((HA_PORT + 1)) ;; node2) echo $((HA_PORT + 2)) ;; esac
+	local p
+	read -r -a p <<<"$HA_PORTS"
+	case "$1" in monitor) echo "${p[0]}" ;; node1) echo "${p[1]}" ;; node2) echo "${p[2]}" ;; esac
 }
+ha_monitor_url() { echo "postgres://autoctl_node@127.0.0.1:$(ha_port monitor)/pg_auto_failover?sslmode=disable"; }
 
 # ha_conninfo DBNAME -- what clients use: both nodes, the writable one wins
 ha_conninfo() {
 	echo "host=127.0.0.1,127.0.0.1 port=$(ha_port node1),$(ha_port node2) dbname=$1 user=postgres target_session_attrs=read-write"
 }
 
-ha_monitor_sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$HA_PORT" -U postgres -d pg_auto_failover -c "$1"; }
+ha_monitor_sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$(ha_port monitor)" -U postgres -d pg_auto_failover -c "$1"; }
 
 # ha_node_start NAME -- `pg_autoctl run` in a new session (its process group)
 ha_node_start() {
@@ -119,7 +124,7 @@ ha_fast_timeouts() {
 ha_create_node() {
 	ha_as_pg pg_autoctl create postgres --pgdata "$HA_DIR/$1" --pgport "$(ha_port "$1")" \
 		--listen 127.0.0.1 --hostname 127.0.0.1 --name "$1" --auth trust --no-ssl \
-		--dbname "$HA_DB" --monitor "$HA_MONITOR_URL" >>"$HA_DIR/$1.log" 2>&1 ||
+		--dbname "$HA_DB" --monitor "$(ha_monitor_url)" >>"$HA_DIR/$1.log" 2>&1 ||
 		{ tail -20 "$HA_DIR/$1.log" | sed 's/^/#   /'; return 1; }
 	if [ "$1" = node1 ]; then
 		# postgresql.conf includes pg_autoctl's file first, so what follows wins
@@ -149,7 +154,7 @@ ha_wait_sql() {
 # Callers test its status, which turns set -e off inside: every step checks.
 ha_formation_start() {
 	mkdir -p "$HA_DIR/run" && chown -R postgres: "$HA_DIR" && chmod 755 "$HA_DIR" && chmod 700 "$HA_DIR/run"
-	ha_as_pg pg_autoctl create monitor --pgdata "$HA_DIR/monitor" --pgport "$HA_PORT" \
+	ha_as_pg pg_autoctl create monitor --pgdata "$HA_DIR/monitor" --pgport "$(ha_port monitor)" \
 		--hostname 127.0.0.1 --auth trust --no-ssl >>"$HA_DIR/monitor.log" 2>&1 ||
 		{ tail -20 "$HA_DIR/monitor.log" | sed 's/^/#   /'; return 1; }
 	ha_as_pg pg_autoctl config set --pgdata "$HA_DIR/monitor" postgresql.listen_addresses 127.0.0.1 >/dev/null || return 1
@@ -160,4 +165,22 @@ ha_formation_start() {
 	ha_create_node node1 && ha_wait_state node1 single 60 && ha_wait_sql 60 || return 1
 	psql -X -q -v ON_ERROR_STOP=1 -d "$(ha_conninfo "$HA_DB")" -f "$1" >/dev/null || return 1
 	ha_create_node node2 && ha_wait_state node2 secondary 120 && ha_wait_state node1 primary 60
+}
+
+# ha_formation_up SCHEMA_SQL -- ha_formation_start on three free ports; when
+# it fails because a port was taken before its server bound it (a bind
+# race), everything is stopped and it starts again on new ports (3 tries)
+ha_formation_up() {
+	local try
+	for try in 1 2 3; do
+		HA_PORTS="$(free_ports 3)" || return 1
+		ha_formation_start "$1" && return 0
+		grep -rqsiE --include='*.log' 'address already in use' "$HA_DIR" || return 1
+		echo "# a port of $HA_PORTS was taken before its server bound it (try $try): starting again on new ports"
+		local n
+		for n in "${HA_NODES[@]}" monitor; do ha_node_kill "$n" >/dev/null || true; done
+		sleep 0.5
+		find "$HA_DIR" -mindepth 1 -delete
+	done
+	return 1
 }

@@ -14,14 +14,14 @@
 #
 #   --quick (or HA_QUICK=1)  2 failovers, 4 workers (make test); else 4 and 8
 #   HA_TIMEOUTS=default      keep pg_auto_failover's own timeouts (slow)
-#   HA_PORT                  monitor port, nodes on +1 and +2 (58000)
+#   (the monitor and both nodes on loopback ports free when they start:
+#   ha_formation_up, tests/ha/formation.sh)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
 QUICK="${HA_QUICK:-0}"
 [ "${1:-}" = --quick ] && QUICK=1
 if [ "$QUICK" = 1 ]; then FAILOVERS=2 WORKERS=4 AFTER_GRANTS=30; else FAILOVERS=4 WORKERS=8 AFTER_GRANTS=200; fi
-HA_PORT="${HA_PORT:-58000}"
 HA_TIMEOUTS="${HA_TIMEOUTS:-fast}"
 HA_DB=faults
 HA_DIR="$(mktemp -d /tmp/pg_lease_ha.XXXXXX)"
@@ -44,12 +44,12 @@ stop_all() {
 on_exit stop_all
 
 grants() { cat "$HA_DIR"/w*.log | awk '$1 == "G"'; }
-DSN="$(ha_conninfo "$HA_DB")"
-
 echo "# pg_auto_failover $(pg_autoctl --version | sed -n 's/^pg_autoctl version //p'), timeouts: $HA_TIMEOUTS"
 started=$(date +%s)
 formed=0
-ha_formation_start "$ROOT/tests/faults/schema.sql" || formed=$?
+ha_formation_up "$ROOT/tests/faults/schema.sql" || formed=$?
+DSN="$(ha_conninfo "$HA_DB")"
+echo "# monitor, node1, node2 on ports $HA_PORTS"
 expect formation_has_primary_and_synchronous_secondary "monitor, node1, node2 did not come up (logs in $HA_DIR)" \
 	'[ "$formed" -eq 0 ] && [ "$(psql -X -A -t -d "$DSN" -c "SHOW synchronous_standby_names")" != "" ]'
 [ "$formed" -eq 0 ] || finish

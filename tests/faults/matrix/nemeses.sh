@@ -78,8 +78,8 @@ nemesis_pause() {
 # kill_restart PROVIDER -- kill -9 a single server and start it again
 kill_restart() {
 	case "$1" in
-	pg) kill -9 "$(postmaster_pid "$WORK/pg")"; restart_after_crash "$WORK/pg" $((MP + 10)) >/dev/null ;;
-	pgsync) kill -9 "$(postmaster_pid "$WORK/pgsync-p")"; restart_after_crash "$WORK/pgsync-p" $((MP + 20)) >/dev/null ;;
+	pg) kill -9 "$(postmaster_pid "$WORK/pg")"; restart_after_crash "$WORK/pg" $SOCK_PG >/dev/null ;;
+	pgsync) kill -9 "$(postmaster_pid "$WORK/pgsync-p")"; restart_after_crash "$WORK/pgsync-p" $SOCK_SYNC >/dev/null ;;
 	redis | redisaof) kill -9 "$(cat "$WORK/$1-p/redis.pid")"; "$REDIS" kill "$WORK/$1-p"; "$REDIS" restart "$WORK/$1-p" >/dev/null ;;
 	esac
 }
@@ -143,7 +143,7 @@ leader_node() {
 	local n
 	for n in 0 1 2; do
 		case "$1" in
-		etcd) ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:$((MP + 50 + 2 * n)) endpoint status -w json 2>/dev/null |
+		etcd) ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:$(port_of etcd "$n") endpoint status -w json 2>/dev/null |
 			grep -q '"member_id":\([0-9]*\),.*"leader":\1[,}]' && { echo "$n"; return 0; } ;;
 		zk) [ "$("$ZK" mode "$WORK/zk-$n" 2>/dev/null)" = leader ] && { echo "$n"; return 0; } ;;
 		esac
@@ -155,8 +155,9 @@ nemesis_failover() {
 	local i n rport
 	mark
 	case "$PROV" in
-	redis | redisaof) rport=$(($(cut -d: -f3 <"$URLS/$PROV") + 1))
-		redis-cli -p "$rport" REPLICAOF 127.0.0.1 $((MP + 39)) >/dev/null ;; # the link cut: lag
+	redis | redisaof) rport="$(replica_port "$PROV")"
+		# the link cut (lag): the replica follows a port nothing listens on
+		redis-cli -p "$rport" REPLICAOF 127.0.0.1 "$(free_port)" >/dev/null ;;
 	esac
 	i="$(wait_holding 30)" || { SHOWN_NOTE="no grant to fail over"; return 1; }
 	mark
@@ -164,7 +165,7 @@ nemesis_failover() {
 	pgsync)
 		kill -9 "$(postmaster_pid "$WORK/pgsync-p")"
 		(cd / && runuser -u postgres -- "$(pg_config --bindir)/pg_ctl" -D "$WORK/pgsync-s/data" -w promote >/dev/null)
-		pg_dsn "$WORK/pgsync-s" $((MP + 21)) >"$URLS/pgsync" ;;
+		pg_dsn "$WORK/pgsync-s" $SOCK_SYNC_S >"$URLS/pgsync" ;;
 	redis | redisaof)
 		kill -9 "$(cat "$WORK/$PROV-p/redis.pid")"
 		redis-cli -p "$rport" REPLICAOF NO ONE >/dev/null
