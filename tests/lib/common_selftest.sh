@@ -87,4 +87,13 @@ out="$(port_range() { echo "$held $held"; }; free_ports 1 2>&1)" && rc=0 || rc=$
 expect free_ports_never_hands_out_a_taken_port "got '$out' rc=$rc" '[ "$rc" = 1 ] && [[ "$out" == *"no free port"* ]]'
 kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
+out="$(in_script 'negative_control shown "x > 0" true; negative_control missed "y > 0" false; echo "failures=$failures"; finish')"
+expect negative_control_ok_when_shown_not_ok_when_missing "got '$out'" \
+	'[ "$out" = "ok - negative control: shown (x > 0, the violation it must show)${NL}not ok - negative control: missed: y > 0 did not show${NL}failures=1${NL}rc=1" ]'
+out="$(printf 'ok - a\nnot ok - b: why\n' | as_expected_violations)"
+expect as_expected_violations_marks_the_not_ok_lines "got '$out'" \
+	'[ "$out" = "#   ok - a${NL}#   violation shown (expected) - b: why" ]'
+printf 'ok - negative control: n (v, the violation it must show)\nok - plain\n' >"$T/neg"
+expect count_negative_controls_counts_them "got '$(count_checks "$T/neg") $(count_negative_controls "$T/neg")'" \
+	'[ "$(count_checks "$T/neg") $(count_negative_controls "$T/neg")" = "2 0 1" ]'
 finish
