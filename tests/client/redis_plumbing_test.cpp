@@ -1,7 +1,9 @@
 // redis_plumbing_test.cpp -- the Redis plumbing (client/src/redis/) against real
-// redis-servers this test starts itself with scripts/redis.sh on loopback ports
-// 56379-56382 (never 6379).  Never mocked, never skipped: without redis-server
-// every test fails and says how to get one.
+// redis-servers this test starts itself with scripts/redis.sh, each on a
+// loopback port free when it starts (support.hpp's ScriptServer: free_port, a
+// bind race retried on a new port; a restarted server gets its own port
+// back).  Never mocked, never skipped: without redis-server every test fails
+// and says how to get one.
 #include <stdlib.h>
 
 #include <chrono>
@@ -17,6 +19,7 @@
 #include "redis/connection.hpp"
 #include "redis/endpoint.hpp"
 #include "redis/sha1.hpp"
+#include "support.hpp"
 
 using namespace std::chrono_literals;
 using pglease::Errc;
@@ -25,58 +28,25 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// A redis-server of this test: its files in a fresh temporary directory,
-// stopped and removed when the object goes.
-class RedisServer {
+// A redis-server of this test (scripts/redis.sh): its files in a fresh
+// temporary directory, killed and removed when the object goes.  start()
+// draws a free port the first time, and takes the same one again after a
+// stop or a kill (restart: stop, then start).
+class RedisServer : public test_support::ScriptServer {
 public:
-	RedisServer(int port, bool persist) : port_(port), persist_(persist)
-	{
-		char tmpl[] = "/tmp/pglease-redis-test.XXXXXX";
-		if (const char *made = ::mkdtemp(tmpl))
-			dir_ = made;
-	}
-	~RedisServer()
-	{
-		if (!dir_.empty()) {
-			run("kill");
-			std::error_code ignored;
-			std::filesystem::remove_all(dir_, ignored);
-		}
-	}
-	RedisServer(const RedisServer &) = delete;
-	RedisServer &operator=(const RedisServer &) = delete;
-
-	bool start() { return run("start", std::to_string(port_) + (persist_ ? " persist" : "")); }
-	bool stop() { return run("stop"); }
-	bool kill() { return run("kill"); }
-	bool restart() { return run("restart"); }
-	Endpoint endpoint() const { return Endpoint{"127.0.0.1", port_}; }
-
-private:
-	bool run(const std::string &cmd, const std::string &extra = "")
-	{
-		if (dir_.empty())
-			return false;
-		std::string line =
-		    std::string(PGLEASE_SOURCE_DIR) + "/scripts/redis.sh " + cmd + " '" + dir_ + "' " + extra;
-		return std::system(line.c_str()) == 0;
-	}
-
-	int port_;
-	bool persist_;
-	std::string dir_;
+	explicit RedisServer(bool persist) : ScriptServer("redis.sh", persist ? "persist" : "") {}
+	Endpoint endpoint() const { return Endpoint{"127.0.0.1", port()}; }
 };
 
 constexpr Timeouts quick{500ms, 500ms};
 
-// The shared server of the tests that never stop theirs: 56379.
+// The shared server of the tests that never stop theirs.
 RedisServer &
 shared_server()
 {
-	static RedisServer server(56379, false);
-	static bool started = server.start();
-	EXPECT_TRUE(started) << "scripts/redis.sh could not start redis-server on 56379 "
-	                        "(install it: scripts/install-deps.sh)";
+	static RedisServer server(false);
+	static const ::testing::AssertionResult started = server.start();
+	EXPECT_TRUE(started) << "install redis-server: scripts/install-deps.sh";
 	return server;
 }
 
@@ -231,7 +201,7 @@ TEST(RedisConnection, command_past_its_timeout_is_unavailable_and_ends_the_conne
 
 TEST(RedisConnection, stopped_server_is_unavailable_promptly_and_restarted_one_works_after_reconnect)
 {
-	RedisServer server(56380, false);
+	RedisServer server(false);
 	ASSERT_TRUE(server.start());
 	auto c = connect_or_fail(server.endpoint());
 	ASSERT_TRUE(c.command({"SET", key("k"), "v"}));
@@ -265,7 +235,7 @@ TEST(RedisConnection, writing_to_a_closed_connection_does_not_raise_sigpipe)
 {
 	// hiredis writes with write(2): without a guard the second write after the
 	// peer's RST raises SIGPIPE, whose default action kills the host service
-	RedisServer server(56380, false);
+	RedisServer server(false);
 	ASSERT_TRUE(server.start());
 	auto c = connect_or_fail(server.endpoint());
 	ASSERT_TRUE(server.stop());
@@ -278,7 +248,7 @@ TEST(RedisConnection, writing_to_a_closed_connection_does_not_raise_sigpipe)
 TEST(RedisConnection, killed_persistent_server_keeps_every_acknowledged_write)
 {
 	// what the Redis provider's fencing token relies on (AOF, appendfsync always)
-	RedisServer server(56382, true);
+	RedisServer server(true);
 	ASSERT_TRUE(server.start());
 	auto c = connect_or_fail(server.endpoint());
 	long long last = 0;
@@ -353,7 +323,7 @@ TEST(RedisSubscriber, publish_wakes_a_waiter_before_its_timeout)
 
 TEST(RedisSubscriber, stopped_server_ends_the_wait_as_unavailable)
 {
-	RedisServer server(56381, false);
+	RedisServer server(false);
 	ASSERT_TRUE(server.start());
 	auto sub = Subscriber::open(server.endpoint(), quick, key("wake"));
 	ASSERT_TRUE(sub) << sub.error();
@@ -368,12 +338,12 @@ TEST(RedisSubscriber, stopped_server_ends_the_wait_as_unavailable)
 
 TEST(RedisUrl, accepts_one_redis_node_and_three_or_more_redlock_nodes)
 {
-	auto one = parse_url("redis://127.0.0.1:56379");
+	auto one = parse_url("redis://127.0.0.1:26379");
 	ASSERT_TRUE(one) << one.error();
 	EXPECT_FALSE(one->redlock);
 	ASSERT_EQ(one->nodes.size(), 1u);
 	EXPECT_EQ(one->nodes[0].host, "127.0.0.1");
-	EXPECT_EQ(one->nodes[0].port, 56379);
+	EXPECT_EQ(one->nodes[0].port, 26379);
 	EXPECT_EQ(one->db, 0);
 
 	auto with_db = parse_url("redis://cache.internal:6400/5");
@@ -426,7 +396,7 @@ TEST(RedisUrl, rejects_malformed_urls_with_what_is_wrong)
 	    {"redis://h:1,g:2", "use redlock://"},
 	    {"redis://user:pw@h:1", "credentials"},
 	    {"redis://a b:1", "host \"a b\""},
-	    {"redis://127.0.0.1 :47201", "host \"127.0.0.1 \""},
+	    {"redis://127.0.0.1 :27201", "host \"127.0.0.1 \""},
 	    {"redis:// h:1", "host"},
 	    {"redis://h\t:1", "host"},
 	    {"redis://h\xc3\xa9:1", "host"},
