@@ -176,8 +176,8 @@ protected:
 
 	// start -- a server of SCRIPT on a free port (OFFSETS: the other ports it
 	// binds); what went wrong added to ERROR
-	static std::unique_ptr<Server>
-	start(const std::string &script, std::string &error, const std::vector<int> &offsets = {0})
+	static std::unique_ptr<Server> start(const std::string &script, std::string &error,
+	                                     const std::vector<int> &offsets = {0})
 	{
 		auto server = std::make_unique<Server>(script, "", offsets);
 		if (const auto started = server->start(); !started)
@@ -383,8 +383,7 @@ TEST_F(AdviseEmit, zookeeper_program_compiles_runs_and_holds_the_lease)
 {
 	require_zookeeper();
 	check_emitted_program({"zookeeper_ephemeral", job(2s, {"zookeeper"}), "ZooKeeper/Ephemeral",
-	                       pglease::cli::emit_zookeeper_url,
-	                       url("zookeeper", {zookeeper_.get()})});
+	                       pglease::cli::emit_zookeeper_url, url("zookeeper", {zookeeper_.get()})});
 }
 
 } // namespace

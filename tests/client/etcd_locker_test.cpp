@@ -369,7 +369,8 @@ TEST_F(EtcdLocker, TokenCallsWithAQueuedWaitersTokenAnswerFalseAndKeepItQueued)
 	auto holder = locker->acquire(r, opts(10s));
 	ASSERT_TRUE(holder) << holder.error();
 	auto waiter = std::async(std::launch::async, [&] { return locker->acquire(r, opts(10s, 15s)); });
-	ASSERT_TRUE(eventually([&] { return lock_keys(single_port(), r) == 2; }, 5s)) << "the waiter did not queue";
+	ASSERT_TRUE(eventually([&] { return lock_keys(single_port(), r) == 2; }, 5s))
+	    << "the waiter did not queue";
 	auto keys = lock_kvs(single_port(), r);
 	ASSERT_EQ(keys.size(), 2u);
 	const std::int64_t waiter_token = keys[1].create_revision;
@@ -447,7 +448,8 @@ TEST_F(EtcdLocker, QueuedKeyLivesUnderAShortLeaseAndMovesToTheFullTtlWhenGranted
 	EXPECT_EQ(granted_ttl(single_port(), keys[0].lease), 10) << "the holder's key is not under its full TTL";
 
 	auto waiter = std::async(std::launch::async, [&] { return locker->acquire(r, opts(60s, 15s)); });
-	ASSERT_TRUE(eventually([&] { return lock_keys(single_port(), r) == 2; }, 5s)) << "the waiter did not queue";
+	ASSERT_TRUE(eventually([&] { return lock_keys(single_port(), r) == 2; }, 5s))
+	    << "the waiter did not queue";
 	keys = lock_kvs(single_port(), r);
 	ASSERT_EQ(keys.size(), 2u);
 	long long queued_ttl = granted_ttl(single_port(), keys[1].lease);

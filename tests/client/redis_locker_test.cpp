@@ -144,8 +144,8 @@ start_nodes(std::vector<std::unique_ptr<RedisServer>> &nodes, int n)
 	for (int i = 0; i < n; i++) {
 		nodes.push_back(std::make_unique<RedisServer>(false));
 		if (!nodes.back()->started())
-			return ::testing::AssertionFailure() << "node " << i + 1 << " of " << n << ": "
-			                                     << nodes.back()->started().message();
+			return ::testing::AssertionFailure()
+			       << "node " << i + 1 << " of " << n << ": " << nodes.back()->started().message();
 	}
 	return ::testing::AssertionSuccess();
 }

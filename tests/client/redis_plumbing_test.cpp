@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -455,4 +457,116 @@ TEST(RedisUrl, no_error_message_shows_a_password)
 			    << url << ": the message shows \"" << piece << "\": " << m;
 		std::cout << url << " -> " << m << "\n";
 	}
+}
+
+// ---- the ports and servers of the test suites (tests/client/support.hpp) ----
+
+namespace {
+
+// Listener -- a socket listening on 127.0.0.1:PORT while the object lives
+// (another process's server, as far as a test server can tell)
+class Listener {
+public:
+	explicit Listener(int port) : port_(port)
+	{
+		fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int on = 1;
+		(void)::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+		sockaddr_in address{};
+		address.sin_family = AF_INET;
+		address.sin_port = htons(static_cast<std::uint16_t>(port));
+		address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		listening_ = fd_ >= 0 &&
+		             ::bind(fd_, reinterpret_cast<const sockaddr *>(&address), sizeof address) == 0 &&
+		             ::listen(fd_, 16) == 0;
+	}
+	~Listener() { close(); }
+	Listener(const Listener &) = delete;
+	Listener &operator=(const Listener &) = delete;
+	void close()
+	{
+		if (fd_ >= 0)
+			::close(fd_);
+		fd_ = -1;
+	}
+	bool listening() const { return listening_; }
+	int port() const { return port_; }
+
+private:
+	int port_;
+	int fd_ = -1;
+	bool listening_ = false;
+};
+
+} // namespace
+
+TEST(TestPorts, free_ports_are_distinct_free_and_below_the_ephemeral_range)
+{
+	int ephemeral_low = 0;
+	std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+	const auto range = test_support::port_range();
+	EXPECT_EQ(range.high, ephemeral_low - 1) << "below the kernel's ephemeral range";
+	EXPECT_GE(range.low, 1024);
+	EXPECT_LT(range.low, range.high);
+	std::set<int> seen;
+	for (int port : test_support::free_ports(20, {0, 1})) {
+		EXPECT_GE(port, range.low);
+		EXPECT_LE(port + 1, range.high);
+		EXPECT_TRUE(test_support::port_is_free(port)) << port;
+		EXPECT_TRUE(test_support::port_is_free(port + 1)) << port + 1 << " (an offset)";
+		seen.insert(port);
+		seen.insert(port + 1);
+	}
+	EXPECT_EQ(seen.size(), 40u) << "a port or an offset's port drawn twice";
+	for (int port : test_support::free_ports(20))
+		EXPECT_EQ(seen.count(port), 0u) << port << " handed out twice in one process";
+}
+
+TEST(TestPorts, a_port_someone_listens_on_is_not_free)
+{
+	Listener held(test_support::free_port());
+	ASSERT_TRUE(held.listening());
+	EXPECT_FALSE(test_support::port_is_free(held.port()));
+	held.close();
+	EXPECT_TRUE(test_support::port_is_free(held.port()));
+}
+
+TEST(TestServers, a_start_whose_port_was_taken_meanwhile_is_retried_on_a_new_port)
+{
+	// the first port handed out is held (a bind race lost): the start must
+	// draw again, start on the new port, and say nothing of the first
+	Listener taken(test_support::free_port());
+	ASSERT_TRUE(taken.listening());
+	RedisServer server(false);
+	int draws = 0;
+	server.draw_ports_with([&](std::size_t n, const std::vector<int> &offsets) {
+		return ++draws == 1 ? std::vector<int>{taken.port()} : test_support::free_ports(n, offsets);
+	});
+	ASSERT_TRUE(server.start());
+	EXPECT_EQ(draws, 2);
+	EXPECT_NE(server.port(), taken.port());
+	auto c = connect_or_fail(server.endpoint());
+	auto pong = c.command({"PING"});
+	ASSERT_TRUE(pong) << pong.error();
+	EXPECT_EQ(pong->text, "PONG");
+}
+
+TEST(TestServers, a_restart_on_a_port_taken_meanwhile_fails_saying_so_and_works_once_it_is_free)
+{
+	RedisServer server(false);
+	ASSERT_TRUE(server.start());
+	const int port = server.port();
+	ASSERT_TRUE(server.stop());
+	Listener taken(port);
+	ASSERT_TRUE(taken.listening());
+	const auto again = server.start();
+	ASSERT_FALSE(again) << "started while another process holds its port";
+	std::cout << "the restart said:\n" << again.message() << "\n";
+	EXPECT_NE(std::string(again.message()).find("port " + std::to_string(port) + " of this server was taken"),
+	          std::string::npos)
+	    << again.message();
+	taken.close();
+	ASSERT_TRUE(server.start());
+	EXPECT_EQ(server.port(), port) << "a restart keeps the server's port";
+	EXPECT_TRUE(connect_or_fail(server.endpoint()).command({"PING"}));
 }

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -188,8 +189,8 @@ port_is_free(int port)
 	address.sin_family = AF_INET;
 	address.sin_port = htons(static_cast<std::uint16_t>(port));
 	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	const bool bound = ::bind(fd, reinterpret_cast<const sockaddr *>(&address), sizeof address) == 0 &&
-	                   ::listen(fd, 1) == 0;
+	const bool bound =
+	    ::bind(fd, reinterpret_cast<const sockaddr *>(&address), sizeof address) == 0 && ::listen(fd, 1) == 0;
 	::close(fd);
 	return bound;
 }
@@ -299,20 +300,22 @@ says_port_taken(std::string text)
 {
 	for (char &c : text)
 		c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-	return text.find("already in use") != std::string::npos || text.find("in use already") != std::string::npos;
+	return text.find("already in use") != std::string::npos ||
+	       text.find("in use already") != std::string::npos;
 }
 
-// last_lines -- the last N lines of TEXT
+// last_lines -- the last N lines of TEXT, each ending in a newline
 inline std::string
-last_lines(const std::string &text, int n)
+last_lines(const std::string &text, std::size_t n)
 {
-	std::size_t at = text.size();
-	if (at > 0 && text[at - 1] == '\n')
-		at--;
-	for (int i = 0; i < n && at != std::string::npos && at > 0; i++)
-		at = text.rfind('\n', at - 1);
-	std::string tail = at == std::string::npos ? text : text.substr(at + 1);
-	return tail.empty() || tail.back() == '\n' ? tail : tail + "\n";
+	std::vector<std::string> lines;
+	std::istringstream in(text);
+	for (std::string line; std::getline(in, line);)
+		lines.push_back(line);
+	std::string tail;
+	for (std::size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); i++)
+		tail += lines[i] + "\n";
+	return tail;
 }
 
 inline std::string
@@ -333,10 +336,14 @@ joined(const std::vector<int> &ports)
 class ScriptCluster {
 public:
 	using ArgsOf = std::function<std::string(std::size_t member, const std::vector<int> &ports)>;
+	// Draw -- where start takes its ports from: free_ports, unless a test of
+	// this helper hands out a port it holds (to show a bind race is retried)
+	using Draw = std::function<std::vector<int>(std::size_t n, const std::vector<int> &offsets)>;
 	static constexpr int start_attempts = 3;
 
 	ScriptCluster(const std::string &script, std::size_t members, std::vector<int> offsets, ArgsOf args_of)
-	    : script_(source_path("scripts/" + script)), offsets_(std::move(offsets)), args_of_(std::move(args_of))
+	    : script_(source_path("scripts/" + script)), offsets_(std::move(offsets)),
+	      args_of_(std::move(args_of))
 	{
 		char tmpl[] = "/tmp/pglease-test.XXXXXX";
 		if (const char *made = ::mkdtemp(tmpl))
@@ -367,7 +374,7 @@ public:
 		std::string whys;
 		for (int attempt = 1; attempt <= start_attempts; attempt++) {
 			try {
-				ports_ = free_ports(dirs_.size(), offsets_);
+				ports_ = draw_(dirs_.size(), offsets_);
 			} catch (const std::exception &e) {
 				return ::testing::AssertionFailure() << e.what();
 			}
@@ -384,8 +391,9 @@ public:
 			if (!t.retry)
 				break;
 		}
-		return ::testing::AssertionFailure() << script_ << " could not start " << dirs_.size()
-		                                     << " server(s):\n" << whys;
+		return ::testing::AssertionFailure()
+		       << script_ << " could not start " << dirs_.size() << " server(s):\n"
+		       << whys;
 	}
 
 	// restart -- member I again, on its own port, after a stop or a kill; a
@@ -431,6 +439,7 @@ public:
 		return 0;
 	}
 
+	void draw_ports_with(Draw draw) { draw_ = std::move(draw); }
 	bool started() const { return !ports_.empty(); }
 	std::size_t size() const { return dirs_.size(); }
 	// port -- member I's port; 0 before a start that worked
@@ -452,8 +461,9 @@ private:
 		const Ran ran = run(i, what);
 		if (ran.ok())
 			return ::testing::AssertionSuccess();
-		return ::testing::AssertionFailure() << script_ << " " << what << " '" << dirs_[i] << "' (exit "
-		                                     << ran.status << "):\n" << ran.output;
+		return ::testing::AssertionFailure()
+		       << script_ << " " << what << " '" << dirs_[i] << "' (exit " << ran.status << "):\n"
+		       << ran.output;
 	}
 
 	void kill_all() const
@@ -535,13 +545,15 @@ private:
 	std::string root_;
 	std::vector<std::string> dirs_;
 	std::vector<int> ports_;
+	Draw draw_ = [](std::size_t n, const std::vector<int> &offsets) { return free_ports(n, offsets); };
 };
 
 // ScriptServer -- one server of a test (a ScriptCluster of one): START_ARGS
 // after its port, OFFSETS as free_ports takes them
 class ScriptServer {
 public:
-	explicit ScriptServer(const std::string &script, std::string start_args = "", std::vector<int> offsets = {0})
+	explicit ScriptServer(const std::string &script, std::string start_args = "",
+	                      std::vector<int> offsets = {0})
 	    : server_(script, 1, std::move(offsets),
 	              [args = std::move(start_args)](std::size_t, const std::vector<int> &) { return args; })
 	{
@@ -557,8 +569,12 @@ public:
 		auto stopped = stop();
 		return stopped ? start() : stopped;
 	}
-	Ran run(const std::string &verb, const std::string &args = "") const { return server_.run(0, verb, args); }
+	Ran run(const std::string &verb, const std::string &args = "") const
+	{
+		return server_.run(0, verb, args);
+	}
 	pid_t pid() const { return server_.pid(0); }
+	void draw_ports_with(ScriptCluster::Draw draw) { server_.draw_ports_with(std::move(draw)); }
 	int port() const { return server_.port(0); }
 	const std::string &dir() const { return server_.dir(0); }
 

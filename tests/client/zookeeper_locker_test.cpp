@@ -138,14 +138,15 @@ protected:
 	void SetUp() override
 	{
 		ASSERT_TRUE(started) << "install ZooKeeper: scripts/install-deps.sh";
-		auto r = pglease::connect(url(standalone_port()()), quick());
+		auto r = pglease::connect(url(standalone_port()), quick());
 		ASSERT_TRUE(r) << r.error();
 		locker = std::move(*r);
 	}
 	void TearDown() override
 	{
-		if (stopped)
+		if (stopped) {
 			EXPECT_TRUE(standalone->start()) << "the standalone server again, for the next tests";
+		}
 	}
 	static inline ::testing::AssertionResult started = ::testing::AssertionFailure();
 	std::unique_ptr<pglease::Locker> locker;
@@ -377,9 +378,10 @@ TEST_F(ZookeeperLocker, LeaderStoppedWhileHeldNeverGrantsTwice)
 {
 	// member I is started with its client port, the ensemble's client ports
 	// and its 1-based id; quorum and election ports are + 100 and + 200
-	ScriptCluster ensemble{"zookeeper.sh", 3, {0, 100, 200}, [](std::size_t i, const std::vector<int> &ports) {
-		                       return joined(ports) + " " + std::to_string(i + 1);
-	                       }};
+	ScriptCluster ensemble{
+	    "zookeeper.sh", 3, {0, 100, 200}, [](std::size_t i, const std::vector<int> &ports) {
+		    return joined(ports) + " " + std::to_string(i + 1);
+	    }};
 	auto mode_of = [&](std::size_t i) {
 		std::string mode;
 		std::istringstream(ensemble.run(i, "mode").output) >> mode;
