@@ -363,9 +363,10 @@ public:
 
 	// start -- the first start of every member, all at once (each in a thread:
 	// a member's start may wait for its quorum), then READY asked every 100 ms
-	// for up to LIMIT.  A bind race -- a start script that failed, a log that
-	// says the address is in use -- kills them all and starts them again on
-	// ports drawn anew, up to start_attempts times; a failure says what each
+	// for up to LIMIT.  A start script that failed (most likely a bind race)
+	// or a log that says an address is in use kills them all and starts them
+	// again on ports drawn anew, up to start_attempts times; READY not true
+	// by LIMIT with no such log is not retried.  A failure says what each
 	// attempt's scripts and logs said.
 	::testing::AssertionResult start(const std::function<bool()> &ready = nullptr, milliseconds limit = 20s)
 	{
