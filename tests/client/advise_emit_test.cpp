@@ -7,8 +7,10 @@
 // and the explanation, at most 20, asserted here):
 //   - the placeholder URL (advise.hpp's emit_*_url) becomes the test server's:
 //     "" for PostgreSQL (libpq's environment: PGHOST, PGPORT, PGDATABASE of
-//     the test database, as scripts/test.sh exports them), redis://127.0.0.1:
-//     56390, redlock://127.0.0.1:56391,...:56393 (servers this file starts);
+//     the test database, as scripts/test.sh exports them), redis://, redlock://
+//     (three nodes), etcd:// and zookeeper:// of servers this file starts,
+//     each on a loopback port drawn free when it starts (support.hpp's
+//     ScriptServer: a bind race is retried on a new port);
 //   - the one section line (emit_section_marker) becomes a probe: from another
 //     thread, over another connection, try to take the same resource, and print
 //     "held token N" when that is refused as busy (timeout), "NOT held ..." when
@@ -24,6 +26,7 @@
 // pglease_redis, libpqxx, libpq and hiredis from pkg-config, -pthread), run,
 // and must exit 0 and print "held".
 #include "advise.hpp"
+#include "support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -47,10 +50,6 @@ using pglease::cli::decide;
 using pglease::cli::render;
 
 constexpr std::size_t max_emitted_lines = 20;
-constexpr int redis_port = 56390;
-constexpr int redlock_ports[] = {56391, 56392, 56393};
-constexpr int etcd_port = 56530;
-constexpr int zookeeper_port = 57040;
 
 std::vector<std::string>
 split(const std::string &text, char separator)
@@ -164,83 +163,51 @@ job(std::chrono::milliseconds section, std::set<std::string> infra, bool failove
 
 class AdviseEmit : public ::testing::Test {
 protected:
+	using Server = test_support::ScriptServer;
 	static std::string scratch_;
-	static std::vector<std::string> redis_dirs_;
-	static std::string redis_error_;
-	static std::string etcd_dir_;
-	static std::string etcd_error_;
-	static std::string zookeeper_dir_;
-	static std::string zookeeper_error_;
+	// the servers of the suite: one redis-server, three Redlock nodes, etcd, ZooKeeper
+	static inline std::unique_ptr<Server> redis_;
+	static inline std::vector<std::unique_ptr<Server>> redlock_;
+	static inline std::unique_ptr<Server> etcd_;
+	static inline std::unique_ptr<Server> zookeeper_;
+	static inline std::string redis_error_;
+	static inline std::string etcd_error_;
+	static inline std::string zookeeper_error_;
 
-	static std::string redis_script() { return std::string{PGLEASE_SOURCE_DIR} + "/scripts/redis.sh"; }
-	static std::string etcd_script() { return std::string{PGLEASE_SOURCE_DIR} + "/scripts/etcd.sh"; }
-	static std::string zookeeper_script()
+	// start -- a server of SCRIPT on a free port (OFFSETS: the other ports it
+	// binds); what went wrong added to ERROR
+	static std::unique_ptr<Server> start(const std::string &script, std::string &error,
+	                                     const std::vector<int> &offsets = {0})
 	{
-		return std::string{PGLEASE_SOURCE_DIR} + "/scripts/zookeeper.sh";
-	}
-
-	static void start_zookeeper()
-	{
-		if (!ADVISE_EMIT_ZOOKEEPER)
-			return;
-		const std::string data = scratch_ + "/zookeeper";
-		const ShellRun started = run_shell(shell_quoted(zookeeper_script()) + " start " + shell_quoted(data) +
-		                                   " " + std::to_string(zookeeper_port));
-		if (started.status != 0)
-			zookeeper_error_ =
-			    "zookeeper.sh start on port " + std::to_string(zookeeper_port) + ": " + started.output;
-		else
-			zookeeper_dir_ = data;
-	}
-
-	static void start_etcd()
-	{
-		if (!ADVISE_EMIT_ETCD)
-			return;
-		const std::string data = scratch_ + "/etcd";
-		const ShellRun started = run_shell(shell_quoted(etcd_script()) + " start " + shell_quoted(data) +
-		                                   " " + std::to_string(etcd_port));
-		if (started.status != 0)
-			etcd_error_ = "etcd.sh start on port " + std::to_string(etcd_port) + ": " + started.output;
-		else
-			etcd_dir_ = data;
+		auto server = std::make_unique<Server>(script, "", offsets);
+		if (const auto started = server->start(); !started)
+			error += started.message() + std::string{"\n"};
+		return server;
 	}
 
 	static void SetUpTestSuite()
 	{
 		char dir[] = "/tmp/advise_emit.XXXXXX";
-		if (mkdtemp(dir) == nullptr)
-			return;
-		scratch_ = dir;
-		start_etcd();
-		start_zookeeper();
+		if (mkdtemp(dir) != nullptr)
+			scratch_ = dir; // check_emitted_program asserts it
+		if (ADVISE_EMIT_ETCD)
+			etcd_ = start("etcd.sh", etcd_error_, {0, 1}); // its peer port: client port + 1
+		if (ADVISE_EMIT_ZOOKEEPER)
+			zookeeper_ = start("zookeeper.sh", zookeeper_error_);
 		if (!ADVISE_EMIT_REDIS)
 			return;
-		std::vector<int> ports{redis_port};
-		ports.insert(ports.end(), std::begin(redlock_ports), std::end(redlock_ports));
-		for (int port : ports) {
-			const std::string data = scratch_ + "/redis-" + std::to_string(port);
-			const ShellRun started = run_shell(shell_quoted(redis_script()) + " start " + shell_quoted(data) +
-			                                   " " + std::to_string(port));
-			if (started.status != 0) {
-				redis_error_ += "redis.sh start on port " + std::to_string(port) + ": " + started.output;
-				continue;
-			}
-			redis_dirs_.push_back(data);
-		}
+		redis_ = start("redis.sh", redis_error_);
+		for (int i = 0; i < 3; i++)
+			redlock_.push_back(start("redis.sh", redis_error_));
 	}
 
+	// every server is killed and its directory removed with its object
 	static void TearDownTestSuite()
 	{
-		for (const std::string &data : redis_dirs_)
-			(void)run_shell(shell_quoted(redis_script()) + " stop " + shell_quoted(data));
-		redis_dirs_.clear();
-		if (!etcd_dir_.empty())
-			(void)run_shell(shell_quoted(etcd_script()) + " stop " + shell_quoted(etcd_dir_));
-		etcd_dir_.clear();
-		if (!zookeeper_dir_.empty())
-			(void)run_shell(shell_quoted(zookeeper_script()) + " stop " + shell_quoted(zookeeper_dir_));
-		zookeeper_dir_.clear();
+		redis_.reset();
+		redlock_.clear();
+		etcd_.reset();
+		zookeeper_.reset();
 		if (!scratch_.empty())
 			(void)run_shell("rm -rf " + shell_quoted(scratch_));
 	}
@@ -358,20 +325,15 @@ protected:
 };
 
 std::string AdviseEmit::scratch_;
-std::vector<std::string> AdviseEmit::redis_dirs_;
-std::string AdviseEmit::redis_error_;
-std::string AdviseEmit::etcd_dir_;
-std::string AdviseEmit::etcd_error_;
-std::string AdviseEmit::zookeeper_dir_;
-std::string AdviseEmit::zookeeper_error_;
 
+// url -- SCHEME://127.0.0.1:PORT,... of the servers
 std::string
-redlock_url()
+url(const std::string &scheme, const std::vector<const test_support::ScriptServer *> &servers)
 {
-	std::string url = "redlock://";
-	for (int port : redlock_ports)
-		url += (url.size() > 10 ? "," : "") + std::string{"127.0.0.1:"} + std::to_string(port);
-	return url;
+	std::string hosts;
+	for (const auto *server : servers)
+		hosts += (hosts.empty() ? "" : ",") + std::string{"127.0.0.1:"} + std::to_string(server->port());
+	return scheme + "://" + hosts;
 }
 
 TEST_F(AdviseEmit, postgres_lease_program_compiles_runs_and_holds_the_lease)
@@ -399,29 +361,29 @@ TEST_F(AdviseEmit, redis_lock_program_compiles_runs_and_holds_the_lease)
 {
 	require_redis();
 	check_emitted_program({"redis_lease", job(2s, {"redis"}), "Redis/Lease", pglease::cli::emit_redis_url,
-	                       "redis://127.0.0.1:" + std::to_string(redis_port)});
+	                       url("redis", {redis_.get()})});
 }
 
 TEST_F(AdviseEmit, redlock_program_compiles_runs_and_holds_the_lease_without_a_token)
 {
 	require_redis();
 	check_emitted_program({"redlock", job(2s, {"redis"}, true), "Redis/Redlock",
-	                       pglease::cli::emit_redlock_url, redlock_url()});
+	                       pglease::cli::emit_redlock_url,
+	                       url("redlock", {redlock_[0].get(), redlock_[1].get(), redlock_[2].get()})});
 }
 
 TEST_F(AdviseEmit, etcd_program_compiles_runs_and_holds_the_lease)
 {
 	require_etcd();
 	check_emitted_program({"etcd_lease", job(2s, {"etcd"}), "etcd/Lease", pglease::cli::emit_etcd_url,
-	                       "etcd://127.0.0.1:" + std::to_string(etcd_port)});
+	                       url("etcd", {etcd_.get()})});
 }
 
 TEST_F(AdviseEmit, zookeeper_program_compiles_runs_and_holds_the_lease)
 {
 	require_zookeeper();
 	check_emitted_program({"zookeeper_ephemeral", job(2s, {"zookeeper"}), "ZooKeeper/Ephemeral",
-	                       pglease::cli::emit_zookeeper_url,
-	                       "zookeeper://127.0.0.1:" + std::to_string(zookeeper_port)});
+	                       pglease::cli::emit_zookeeper_url, url("zookeeper", {zookeeper_.get()})});
 }
 
 } // namespace

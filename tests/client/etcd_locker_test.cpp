@@ -1,10 +1,13 @@
 // etcd_locker_test.cpp -- the etcd:// locker, reached only through
 // pglease::connect (so every test also shows that linking pglease::etcd
 // registers it), against real etcd members started with scripts/etcd.sh:
-// one member on 56500 (peer 56501) for most tests, a 3-member cluster on
-// 56502/56504/56506 (peers +1) for the failover test, nothing on 56508 (a
-// dead endpoint).  Server-side changes go through curl to the JSON gateway.
-// Never mocked, never skipped.
+// one member for most tests, a 3-member cluster for the failover tests.  Each
+// member's client port P and peer port P+1 are drawn free when it starts (a
+// cluster's all at once: support.hpp's ScriptServer and ScriptCluster, a bind
+// race retried on new ports; the member stopped and started again gets its
+// own port back).  The dead endpoint is a port drawn free and never started.
+// Server-side changes go through curl to the JSON gateway.  Never mocked,
+// never skipped.
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,9 +34,16 @@ using namespace test_support;
 
 namespace {
 
-constexpr int single_port = 56500;
-constexpr int cluster_ports[] = {56502, 56504, 56506};
-constexpr int dead_port = 56508;
+// an etcd member binds its client port P and its peer port P+1 (scripts/etcd.sh)
+const std::vector<int> member_ports = {0, 1};
+
+// dead_port -- a port drawn free for this binary and never listened on by it
+int
+dead_port()
+{
+	static const int port = free_port();
+	return port;
+}
 
 std::string
 b64(const std::string &s)
@@ -111,40 +121,15 @@ granted_ttl(int port, long long lease)
 	return std::stoll(r.value("grantedTTL", "0"));
 }
 
-// An etcd member of one test binary (scripts/etcd.sh; CLUSTER: its peers'
-// start arguments); killed and removed when the object goes.  Its pid (the
-// pidfile scripts/etcd.sh keeps in its directory) is what freeze() stops.
-class EtcdMember {
-public:
-	EtcdMember(int port, std::string cluster = "")
-	    : dirs_("etcd.sh"), dir_(dirs_.dir("server")), port_(port), cluster_(std::move(cluster))
-	{
-	}
-	bool start() { return dirs_.run("start", dir_, std::to_string(port_) + " " + cluster_); }
-	bool stop() { return dirs_.run("stop", dir_); }
-	int port() const { return port_; }
-	std::string pid() const { return capture("cat '" + dir_ + "/etcd.pid' 2>/dev/null"); }
-
-private:
-	ServerDirs dirs_;
-	std::string dir_;
-	int port_;
-	std::string cluster_;
-};
-
 // Frozen -- the members SIGSTOPped while the object lives (SIGCONT in the
 // destructor, so a failing assertion leaves no frozen server behind)
 class Frozen {
 public:
-	explicit Frozen(std::vector<const EtcdMember *> members)
+	explicit Frozen(std::vector<pid_t> members)
 	{
-		for (const auto *m : members) {
-			std::string pid = m->pid();
-			while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' '))
-				pid.pop_back();
-			if (!pid.empty() && sh("kill -STOP " + pid))
-				pids_.push_back(pid);
-		}
+		for (pid_t pid : members)
+			if (pid > 0 && sh("kill -STOP " + std::to_string(pid)))
+				pids_.push_back(std::to_string(pid));
 	}
 	~Frozen()
 	{
@@ -160,7 +145,7 @@ private:
 };
 
 std::string
-url_of(std::initializer_list<int> ports)
+url_of(const std::vector<int> &ports)
 {
 	std::string url = "etcd://";
 	for (int p : ports)
@@ -174,13 +159,23 @@ unique_resource()
 	return test_support::unique_resource("etcd-test/");
 }
 
-// One member for the whole binary (started once; a test that stops it starts it again).
+// One member for the whole binary (started once; a test that stops it
+// starts it again, on the same port).
+ScriptServer *member = nullptr;
+
+// single_port -- the client port of that member
+int
+single_port()
+{
+	return member != nullptr ? member->port() : 0;
+}
+
 class EtcdLocker : public ::testing::Test {
 protected:
 	static void SetUpTestSuite()
 	{
-		member = new EtcdMember(single_port);
-		ASSERT_TRUE(member->start()) << "scripts/etcd.sh start on port " << single_port << " failed";
+		member = new ScriptServer("etcd.sh", "", member_ports);
+		started = member->start();
 	}
 	static void TearDownTestSuite()
 	{
@@ -189,16 +184,15 @@ protected:
 	}
 	void SetUp() override
 	{
-		auto r = pglease::connect(url_of({single_port}), quick_backoff());
+		ASSERT_TRUE(started) << "install etcd: scripts/install-deps.sh";
+		auto r = pglease::connect(url_of({single_port()}), quick_backoff());
 		ASSERT_TRUE(r) << r.error();
 		locker = std::move(*r);
 	}
 
-	static EtcdMember *member;
+	static inline ::testing::AssertionResult started = ::testing::AssertionFailure();
 	std::unique_ptr<pglease::Locker> locker;
 };
-
-EtcdMember *EtcdLocker::member = nullptr;
 
 TEST_F(EtcdLocker, CapabilitiesAreTheStrongBranchWithoutFencedWrites)
 {
@@ -246,7 +240,7 @@ TEST_F(EtcdLocker, WaitersAreGrantedInArrivalOrder)
 			std::this_thread::sleep_for(100ms);
 		});
 		// queued one after the other: each waiter's key exists before the next starts
-		ASSERT_TRUE(eventually([&] { return lock_keys(single_port, r) == i + 2; }, 3s)) << "waiter " << i;
+		ASSERT_TRUE(eventually([&] { return lock_keys(single_port(), r) == i + 2; }, 3s)) << "waiter " << i;
 	}
 	ASSERT_TRUE(holder->release());
 	for (auto &t : waiters)
@@ -293,7 +287,7 @@ TEST_F(EtcdLocker, KeyDeletedServerSideFiresOnLostOnce)
 	ASSERT_TRUE(lease) << lease.error();
 	std::atomic<int> calls{0};
 	lease->on_lost([&](const pglease::Error &) { calls++; });
-	ASSERT_TRUE(delete_lock_keys(single_port, r));
+	ASSERT_TRUE(delete_lock_keys(single_port(), r));
 	EXPECT_TRUE(eventually([&] { return calls.load() > 0; }, 3s)) << "on_lost not called";
 	std::this_thread::sleep_for(600ms);
 	EXPECT_EQ(calls.load(), 1);
@@ -312,7 +306,7 @@ TEST_F(EtcdLocker, TimedOutWaiterLeavesNoKeyBehind)
 	EXPECT_EQ(waiter.error().code, Errc::timeout) << waiter.error();
 	EXPECT_GE(took, 500ms);
 	EXPECT_LT(took, 1500ms) << "the wait overran wait + grace";
-	EXPECT_EQ(lock_keys(single_port, r), 1) << "the timed-out waiter's key is still there";
+	EXPECT_EQ(lock_keys(single_port(), r), 1) << "the timed-out waiter's key is still there";
 }
 
 TEST_F(EtcdLocker, TokenCallsRenewAndReleaseByToken)
@@ -329,7 +323,7 @@ TEST_F(EtcdLocker, TokenCallsRenewAndReleaseByToken)
 	auto released = locker->release(r, lease->token());
 	ASSERT_TRUE(released) << released.error();
 	EXPECT_TRUE(*released);
-	EXPECT_EQ(lock_keys(single_port, r), 0);
+	EXPECT_EQ(lock_keys(single_port(), r), 0);
 }
 
 TEST_F(EtcdLocker, StoppedServerIsUnavailablePromptlyThenRecovers)
@@ -338,7 +332,7 @@ TEST_F(EtcdLocker, StoppedServerIsUnavailablePromptlyThenRecovers)
 	auto start = Clock::now();
 	auto down = locker->try_acquire(unique_resource(), opts(5s));
 	auto took = Clock::now() - start;
-	bool restarted = member->start();
+	auto restarted = member->start();
 	ASSERT_FALSE(down) << "granted with the server stopped";
 	EXPECT_EQ(down.error().code, Errc::unavailable) << down.error();
 	EXPECT_LT(took, 1s) << "connection refused took long to report";
@@ -350,7 +344,7 @@ TEST_F(EtcdLocker, StoppedServerIsUnavailablePromptlyThenRecovers)
 
 TEST_F(EtcdLocker, DeadEndpointInTheUrlIsFailedOver)
 {
-	auto r = pglease::connect(url_of({dead_port, single_port}), quick_backoff());
+	auto r = pglease::connect(url_of({dead_port(), single_port()}), quick_backoff());
 	ASSERT_TRUE(r) << r.error();
 	auto lease = (*r)->acquire(unique_resource(), opts(2s));
 	ASSERT_TRUE(lease) << lease.error();
@@ -375,8 +369,9 @@ TEST_F(EtcdLocker, TokenCallsWithAQueuedWaitersTokenAnswerFalseAndKeepItQueued)
 	auto holder = locker->acquire(r, opts(10s));
 	ASSERT_TRUE(holder) << holder.error();
 	auto waiter = std::async(std::launch::async, [&] { return locker->acquire(r, opts(10s, 15s)); });
-	ASSERT_TRUE(eventually([&] { return lock_keys(single_port, r) == 2; }, 5s)) << "the waiter did not queue";
-	auto keys = lock_kvs(single_port, r);
+	ASSERT_TRUE(eventually([&] { return lock_keys(single_port(), r) == 2; }, 5s))
+	    << "the waiter did not queue";
+	auto keys = lock_kvs(single_port(), r);
 	ASSERT_EQ(keys.size(), 2u);
 	const std::int64_t waiter_token = keys[1].create_revision;
 	ASSERT_EQ(keys[0].create_revision, holder->token());
@@ -387,7 +382,7 @@ TEST_F(EtcdLocker, TokenCallsWithAQueuedWaitersTokenAnswerFalseAndKeepItQueued)
 	auto released = locker->release(r, waiter_token);
 	ASSERT_TRUE(released) << released.error();
 	EXPECT_FALSE(*released) << "a queued waiter's token was released as if it held the lock";
-	EXPECT_EQ(lock_keys(single_port, r), 2) << "the waiter's key was removed by a token call";
+	EXPECT_EQ(lock_keys(single_port(), r), 2) << "the waiter's key was removed by a token call";
 
 	ASSERT_TRUE(holder->release());
 	auto granted = waiter.get();
@@ -402,16 +397,16 @@ TEST_F(EtcdLocker, TokenRenewLongerThanTheGrantedTtlIsRefusedAndTheLeaseKeepsIts
 	o.auto_renew = false;
 	auto lease = locker->acquire(r, o);
 	ASSERT_TRUE(lease) << lease.error();
-	auto keys = lock_kvs(single_port, r);
+	auto keys = lock_kvs(single_port(), r);
 	ASSERT_EQ(keys.size(), 1u);
-	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 3);
+	EXPECT_EQ(granted_ttl(single_port(), keys[0].lease), 3);
 
 	auto longer = locker->renew(r, lease->token(), 1h);
 	ASSERT_FALSE(longer) << "renewed for 1h a lease etcd keeps at 3 s";
 	EXPECT_EQ(longer.error().code, Errc::invalid_argument) << longer.error();
 	EXPECT_NE(longer.error().message.find("granted for 3s"), std::string::npos) << longer.error();
 	EXPECT_FALSE(pglease::is_retryable(longer.error()));
-	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 3);
+	EXPECT_EQ(granted_ttl(single_port(), keys[0].lease), 3);
 
 	for (milliseconds ttl : {3000ms, 2500ms, 1000ms}) { // at most the granted TTL: refreshed to it
 		auto same = locker->renew(r, lease->token(), ttl);
@@ -423,7 +418,7 @@ TEST_F(EtcdLocker, TokenRenewLongerThanTheGrantedTtlIsRefusedAndTheLeaseKeepsIts
 
 TEST_F(EtcdLocker, CliRenewByTokenForLongerThanTheGrantedTtlExitsWithAUsageError)
 {
-	const std::string url = url_of({single_port});
+	const std::string url = url_of({single_port()});
 	auto r = unique_resource();
 	const std::string cli = std::string(PGLEASE_CLI) + " ";
 	std::string token = capture(cli + "acquire --dsn " + url + " --resource '" + r + "' --ttl 3s");
@@ -435,12 +430,12 @@ TEST_F(EtcdLocker, CliRenewByTokenForLongerThanTheGrantedTtlExitsWithAUsageError
 	std::printf("pglease renew --ttl 1h of a 3 s lease: %s", out.c_str());
 	EXPECT_NE(out.find("exit=64"), std::string::npos) << out;
 	EXPECT_NE(out.find("granted for 3s"), std::string::npos) << out;
-	auto keys = lock_kvs(single_port, r);
+	auto keys = lock_kvs(single_port(), r);
 	ASSERT_EQ(keys.size(), 1u);
-	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 3) << "the lease's TTL changed";
+	EXPECT_EQ(granted_ttl(single_port(), keys[0].lease), 3) << "the lease's TTL changed";
 	EXPECT_TRUE(sh(cli + "renew --dsn " + url + " --resource '" + r + "' --token " + token + " --ttl 3s"));
 	EXPECT_TRUE(sh(cli + "release --dsn " + url + " --resource '" + r + "' --token " + token));
-	EXPECT_EQ(lock_keys(single_port, r), 0);
+	EXPECT_EQ(lock_keys(single_port(), r), 0);
 }
 
 TEST_F(EtcdLocker, QueuedKeyLivesUnderAShortLeaseAndMovesToTheFullTtlWhenGranted)
@@ -448,15 +443,16 @@ TEST_F(EtcdLocker, QueuedKeyLivesUnderAShortLeaseAndMovesToTheFullTtlWhenGranted
 	auto r = unique_resource();
 	auto holder = locker->acquire(r, opts(10s));
 	ASSERT_TRUE(holder) << holder.error();
-	auto keys = lock_kvs(single_port, r);
+	auto keys = lock_kvs(single_port(), r);
 	ASSERT_EQ(keys.size(), 1u);
-	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 10) << "the holder's key is not under its full TTL";
+	EXPECT_EQ(granted_ttl(single_port(), keys[0].lease), 10) << "the holder's key is not under its full TTL";
 
 	auto waiter = std::async(std::launch::async, [&] { return locker->acquire(r, opts(60s, 15s)); });
-	ASSERT_TRUE(eventually([&] { return lock_keys(single_port, r) == 2; }, 5s)) << "the waiter did not queue";
-	keys = lock_kvs(single_port, r);
+	ASSERT_TRUE(eventually([&] { return lock_keys(single_port(), r) == 2; }, 5s))
+	    << "the waiter did not queue";
+	keys = lock_kvs(single_port(), r);
 	ASSERT_EQ(keys.size(), 2u);
-	long long queued_ttl = granted_ttl(single_port, keys[1].lease);
+	long long queued_ttl = granted_ttl(single_port(), keys[1].lease);
 	std::printf("a waiter asking for 60 s is queued under a lease of %lld s\n", queued_ttl);
 	EXPECT_GT(queued_ttl, 0);
 	EXPECT_LE(queued_ttl, 5) << "a key queued after its acquire gave up would live 60 s";
@@ -465,12 +461,12 @@ TEST_F(EtcdLocker, QueuedKeyLivesUnderAShortLeaseAndMovesToTheFullTtlWhenGranted
 	auto granted = waiter.get();
 	ASSERT_TRUE(granted) << granted.error();
 	EXPECT_EQ(granted->token(), keys[1].create_revision);
-	keys = lock_kvs(single_port, r);
+	keys = lock_kvs(single_port(), r);
 	ASSERT_EQ(keys.size(), 1u);
-	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 60) << "the granted key is not under its 60 s lease";
+	EXPECT_EQ(granted_ttl(single_port(), keys[0].lease), 60) << "the granted key is not under its 60 s lease";
 	EXPECT_TRUE(granted->renew());
 	EXPECT_TRUE(granted->release());
-	EXPECT_EQ(lock_keys(single_port, r), 0);
+	EXPECT_EQ(lock_keys(single_port(), r), 0);
 }
 
 TEST_F(EtcdLocker, UnboundedWaitOnAHeldResourceWaits)
@@ -501,13 +497,13 @@ TEST_F(EtcdLocker, TtlAboveEtcdsMaximumIsRefusedNamingIt)
 		ASSERT_FALSE(renewed);
 		EXPECT_EQ(renewed.error().code, Errc::invalid_argument) << renewed.error();
 	}
-	EXPECT_EQ(lock_keys(single_port, r), 0) << "a refused TTL wrote a key";
+	EXPECT_EQ(lock_keys(single_port(), r), 0) << "a refused TTL wrote a key";
 	auto at_max = locker->acquire(r, opts(max));
 	ASSERT_TRUE(at_max) << at_max.error();
 	EXPECT_TRUE(at_max->valid());
-	auto keys = lock_kvs(single_port, r);
+	auto keys = lock_kvs(single_port(), r);
 	ASSERT_EQ(keys.size(), 1u);
-	EXPECT_EQ(granted_ttl(single_port, keys[0].lease), 9'000'000'000LL);
+	EXPECT_EQ(granted_ttl(single_port(), keys[0].lease), 9'000'000'000LL);
 	EXPECT_TRUE(at_max->release());
 }
 
@@ -523,21 +519,21 @@ TEST_F(EtcdLocker, OverlongResourceAndHolderAreInvalidArgumentsAndWriteNothing)
 	ASSERT_FALSE(big_holder);
 	EXPECT_EQ(big_holder.error().code, Errc::invalid_argument) << big_holder.error();
 	EXPECT_FALSE(pglease::is_retryable(big_holder.error()));
-	EXPECT_EQ(lock_keys(single_port, r), 0) << "an over-long input wrote a key";
+	EXPECT_EQ(lock_keys(single_port(), r), 0) << "an over-long input wrote a key";
 }
 
 TEST_F(EtcdLocker, MalformedHostsAndCredentialsAreRefusedWithoutEchoingThePassword)
 {
-	for (const char *url : {"etcd://a b:47201", "etcd://127.0.0.1 :47201", "etcd://:47201",
+	for (const char *url : {"etcd://a b:27201", "etcd://127.0.0.1 :27201", "etcd://:27201",
 	                        "etcd://h:", "etcd://h:0", "etcd://h:x1", "etcd://h\t:1", "etcd://[::1 ]:1",
-	                        "etcd://alice:s3cr3tPW@127.0.0.1:56500", "etcd://h:1,alice:s3cr3tPW@h:2"}) {
+	                        "etcd://alice:s3cr3tPW@127.0.0.1:26500", "etcd://h:1,alice:s3cr3tPW@h:2"}) {
 		auto r = pglease::connect(url);
 		ASSERT_FALSE(r) << url << " accepted";
 		EXPECT_EQ(r.error().code, Errc::invalid_argument) << url << ": " << r.error();
 		EXPECT_EQ(r.error().message.find("s3cr3tPW"), std::string::npos) << r.error();
 	}
 	std::string out = capture(std::string(PGLEASE_CLI) +
-	                          " acquire --dsn 'etcd://alice:s3cr3tPW@127.0.0.1:56500' --resource r --ttl 10s "
+	                          " acquire --dsn 'etcd://alice:s3cr3tPW@127.0.0.1:26500' --resource r --ttl 10s "
 	                          "2>&1; echo \"exit=$?\"");
 	EXPECT_NE(out.find("exit=64"), std::string::npos) << out;
 	EXPECT_EQ(out.find("s3cr3tPW"), std::string::npos) << out;
@@ -561,7 +557,7 @@ TEST_F(EtcdLocker, FrozenMemberBoundsEveryCallByOneStatementGrace)
 {
 	auto options = quick_backoff();
 	options.statement_grace = 1s;
-	auto connected = pglease::connect(url_of({single_port}), options);
+	auto connected = pglease::connect(url_of({single_port()}), options);
 	ASSERT_TRUE(connected) << connected.error();
 	auto &l = *connected;
 	auto r = unique_resource();
@@ -580,8 +576,8 @@ TEST_F(EtcdLocker, FrozenMemberBoundsEveryCallByOneStatementGrace)
 			auto got = l->acquire(held, opts(10s, 1500ms));
 			return std::make_pair(std::move(got), Clock::now() - start);
 		});
-		ASSERT_TRUE(eventually([&] { return lock_keys(single_port, held) == 2; }, 5s));
-		Frozen frozen({member});
+		ASSERT_TRUE(eventually([&] { return lock_keys(single_port(), held) == 2; }, 5s));
+		Frozen frozen({member->pid()});
 		ASSERT_EQ(frozen.count(), 1u);
 		std::printf("etcd member frozen, statement_grace %lld ms:\n",
 		            static_cast<long long>(options.statement_grace.count()));
@@ -623,9 +619,9 @@ TEST_F(EtcdLocker, FrozenMemberBoundsEveryCallByOneStatementGrace)
 
 // leader_port -- the client port of the cluster's leader, 0 if none answers
 int
-leader_port()
+leader_port(const std::vector<int> &ports)
 {
-	for (int p : cluster_ports) {
+	for (int p : ports) {
 		Json s = gateway(p, "/v3/maintenance/status", Json::object());
 		if (s.is_object() && s.contains("leader") && s["leader"] == s["header"]["member_id"])
 			return p;
@@ -633,29 +629,21 @@ leader_port()
 	return 0;
 }
 
-// start_cluster -- the three members of cluster_ports, started together
-bool
-start_cluster(std::vector<std::unique_ptr<EtcdMember>> &members)
-{
-	std::string spec = std::to_string(cluster_ports[0]) + "," + std::to_string(cluster_ports[1]) + "," +
-	                   std::to_string(cluster_ports[2]);
-	std::vector<std::future<bool>> started;
-	for (int p : cluster_ports) {
-		members.push_back(std::make_unique<EtcdMember>(p, spec));
-		started.push_back(std::async(std::launch::async, [m = members.back().get()] { return m->start(); }));
+// EtcdMembers -- three members, their client and peer ports drawn together;
+// each joins with the client ports of all three (scripts/etcd.sh's spec)
+struct EtcdMembers : ScriptCluster {
+	EtcdMembers()
+	    : ScriptCluster("etcd.sh", 3, member_ports,
+	                    [](std::size_t, const std::vector<int> &ports) { return joined(ports); })
+	{
 	}
-	bool all = true;
-	for (auto &s : started)
-		all = s.get() && all;
-	return all;
-}
+};
 
 TEST(EtcdCluster, LeaderStoppedWhileHeldAndWaitedNeverTwoHolders)
 {
-	std::vector<std::unique_ptr<EtcdMember>> members;
-	ASSERT_TRUE(start_cluster(members)) << "a cluster member did not start";
-	auto connected =
-	    pglease::connect(url_of({cluster_ports[0], cluster_ports[1], cluster_ports[2]}), quick_backoff());
+	EtcdMembers members;
+	ASSERT_TRUE(members.start()) << "a cluster member did not start";
+	auto connected = pglease::connect(url_of(members.ports()), quick_backoff());
 	ASSERT_TRUE(connected) << connected.error();
 	auto &locker = *connected;
 	const std::string r = "etcd-test/failover";
@@ -674,14 +662,14 @@ TEST(EtcdCluster, LeaderStoppedWhileHeldAndWaitedNeverTwoHolders)
 			overlap = true;
 		return got;
 	});
-	ASSERT_TRUE(eventually([&] { return lock_keys(cluster_ports[0], r) == 2; }, 5s))
+	ASSERT_TRUE(eventually([&] { return lock_keys(members.port(0), r) == 2; }, 5s))
 	    << "the waiter did not queue";
 
-	int leader = leader_port();
+	int leader = leader_port(members.ports());
 	ASSERT_NE(leader, 0) << "no member says it is the leader";
-	for (auto &m : members) {
-		if (m->port() == leader) {
-			ASSERT_TRUE(m->stop());
+	for (std::size_t i = 0; i < members.size(); i++) {
+		if (members.port(i) == leader) {
+			ASSERT_TRUE(members.stop(i));
 		}
 	}
 	std::this_thread::sleep_for(4s); // beyond the TTL: the lease had to be renewed through the new leader
@@ -701,12 +689,11 @@ TEST(EtcdCluster, LeaderStoppedWhileHeldAndWaitedNeverTwoHolders)
 
 TEST(EtcdCluster, TwoFrozenMembersCostOneDeadlineNotOneEach)
 {
-	std::vector<std::unique_ptr<EtcdMember>> members;
-	ASSERT_TRUE(start_cluster(members)) << "a cluster member did not start";
+	EtcdMembers members;
+	ASSERT_TRUE(members.start()) << "a cluster member did not start";
 	auto options = quick_backoff();
 	const auto grace = options.statement_grace; // the default, 2 s
-	auto connected =
-	    pglease::connect(url_of({cluster_ports[0], cluster_ports[1], cluster_ports[2]}), options);
+	auto connected = pglease::connect(url_of(members.ports()), options);
 	ASSERT_TRUE(connected) << connected.error();
 	auto &locker = *connected;
 	const std::string r = "etcd-test/frozen-two";
@@ -716,7 +703,7 @@ TEST(EtcdCluster, TwoFrozenMembersCostOneDeadlineNotOneEach)
 	ASSERT_TRUE(lease) << lease.error();
 
 	// the first two endpoints of the URL frozen: every call tries them first
-	Frozen frozen({members[0].get(), members[1].get()});
+	Frozen frozen({members.pid(0), members.pid(1)});
 	ASSERT_EQ(frozen.count(), 2u);
 	std::printf("2 of 3 etcd members frozen (the first two endpoints), statement_grace %lld ms:\n",
 	            static_cast<long long>(grace.count()));

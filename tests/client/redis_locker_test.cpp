@@ -1,8 +1,10 @@
 // redis_locker_test.cpp -- the redis:// and redlock:// lockers, reached only
 // through pglease::connect (so every test also shows that linking
 // pglease::redis registers them), against real redis-servers each test
-// starts itself with scripts/redis.sh: 56379 for redis://, 56380-56382 for
-// redlock://.  Never mocked, never skipped.
+// starts itself with scripts/redis.sh: one for redis://, three (five) for
+// redlock://, each on a loopback port free when it starts (support.hpp's
+// ScriptServer: free_port, a bind race retried on a new port; a server
+// restarted gets its own port back).  Never mocked, never skipped.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -32,19 +34,18 @@ using namespace test_support;
 
 namespace {
 
-constexpr int single_port = 56379;
-constexpr int redlock_ports[] = {56380, 56381, 56382};
-
 using pglease::detail::redis::Reply;
 
-// A redis-server of one test, started at once; killed and removed when the object goes.
+// A redis-server of one test, started at once on a free port; killed and
+// removed when the object goes.
 class RedisServer : public ScriptServer {
 public:
-	RedisServer(int port, bool persist) : ScriptServer("redis.sh", port, persist ? "persist" : "")
+	explicit RedisServer(bool persist) : ScriptServer("redis.sh", persist ? "persist" : "")
 	{
 		started_ = start();
 	}
-	bool started() const { return started_; }
+	// started -- the first start's outcome (on failure: what redis.sh and the log said)
+	const ::testing::AssertionResult &started() const { return started_; }
 
 	// raw -- one command on a connection of its own, behind the locker's back
 	pglease::Result<Reply> raw(std::initializer_list<std::string_view> argv)
@@ -80,7 +81,7 @@ public:
 	}
 
 private:
-	bool started_ = false;
+	::testing::AssertionResult started_ = ::testing::AssertionFailure();
 };
 
 // Frozen -- servers stopped with SIGSTOP for the object's life: SIGCONT in
@@ -121,18 +122,32 @@ constexpr milliseconds redis_max_ttl{(std::int64_t{1} << 53) - 1};
 constexpr auto thousand_years = std::chrono::duration_cast<milliseconds>(std::chrono::hours{24 * 365 * 1000});
 
 std::string
-redis_url()
+redis_url(const RedisServer &server)
 {
-	return "redis://127.0.0.1:" + std::to_string(single_port);
+	return "redis://127.0.0.1:" + std::to_string(server.port());
 }
 
+// redlock_url -- redlock:// with every node
 std::string
-redlock_url()
+redlock_url(const std::vector<std::unique_ptr<RedisServer>> &nodes)
 {
 	std::string url = "redlock://";
-	for (int p : redlock_ports)
-		url += (url.size() > 10 ? "," : "") + std::string("127.0.0.1:") + std::to_string(p);
+	for (const auto &node : nodes)
+		url += (url.size() > 10 ? "," : "") + std::string("127.0.0.1:") + std::to_string(node->port());
 	return url;
+}
+
+// start_nodes -- N redis-servers, each on a port of its own
+::testing::AssertionResult
+start_nodes(std::vector<std::unique_ptr<RedisServer>> &nodes, int n)
+{
+	for (int i = 0; i < n; i++) {
+		nodes.push_back(std::make_unique<RedisServer>(false));
+		if (!nodes.back()->started())
+			return ::testing::AssertionFailure()
+			       << "node " << i + 1 << " of " << n << ": " << nodes.back()->started().message();
+	}
+	return ::testing::AssertionSuccess();
 }
 
 std::string
@@ -151,12 +166,11 @@ connect_or_fail(const std::string &url)
 
 class RedisLocker : public ::testing::Test {
 protected:
-	explicit RedisLocker(bool persist = false) : server(single_port, persist) {}
+	explicit RedisLocker(bool persist = false) : server(persist) {}
 	void SetUp() override
 	{
-		ASSERT_TRUE(server.started()) << "scripts/redis.sh could not start redis-server on " << single_port
-		                              << " (install it: scripts/install-deps.sh)";
-		locker = connect_or_fail(redis_url());
+		ASSERT_TRUE(server.started()) << "install redis-server: scripts/install-deps.sh";
+		locker = connect_or_fail(redis_url(server));
 		ASSERT_TRUE(locker);
 	}
 	RedisServer server;
@@ -188,11 +202,8 @@ class RedlockLocker : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
-		for (int p : redlock_ports) {
-			nodes.push_back(std::make_unique<RedisServer>(p, false));
-			ASSERT_TRUE(nodes.back()->started()) << "no redis-server on " << p;
-		}
-		locker = connect_or_fail(redlock_url());
+		ASSERT_TRUE(start_nodes(nodes, 3)) << "install redis-server: scripts/install-deps.sh";
+		locker = connect_or_fail(redlock_url(nodes));
 		ASSERT_TRUE(locker);
 	}
 	std::vector<std::unique_ptr<RedisServer>> nodes;
@@ -203,18 +214,14 @@ protected:
 // asked one after the other (5 per-node timeouts) or at once (one).
 class WideRedlockLocker : public ::testing::Test {
 protected:
-	static constexpr int ports[] = {56380, 56381, 56382, 56383, 56384};
 	void SetUp() override
 	{
-		std::string url = "redlock://";
-		for (int p : ports) {
-			nodes.push_back(std::make_unique<RedisServer>(p, false));
-			ASSERT_TRUE(nodes.back()->started()) << "no redis-server on " << p;
-			pids.push_back(nodes.back()->pid());
+		ASSERT_TRUE(start_nodes(nodes, 5)) << "install redis-server: scripts/install-deps.sh";
+		for (const auto &node : nodes) {
+			pids.push_back(node->pid());
 			ASSERT_GT(pids.back(), 0);
-			url += (url.size() > 10 ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(p);
 		}
-		locker = connect_or_fail(url);
+		locker = connect_or_fail(redlock_url(nodes));
 		ASSERT_TRUE(locker);
 	}
 	std::vector<std::unique_ptr<RedisServer>> nodes;
@@ -558,15 +565,14 @@ TEST_F(RedisLocker, database_the_server_does_not_have_is_invalid_argument)
 {
 	// redis.sh's servers have the default 16 databases: /16 parses (a
 	// server may have more) and the first call says it does not exist
-	auto r = pglease::connect("redis://127.0.0.1:" + std::to_string(single_port) + "/16", quick_backoff());
+	auto r = pglease::connect(redis_url(server) + "/16", quick_backoff());
 	ASSERT_TRUE(r) << r.error();
 	auto lease = (*r)->try_acquire(resource(), opts(10s));
 	ASSERT_FALSE(lease);
 	EXPECT_EQ(lease.error().code, Errc::invalid_argument) << lease.error();
 	EXPECT_FALSE(pglease::is_retryable(lease.error()));
 	EXPECT_NE(lease.error().message.find("database 16"), std::string::npos) << lease.error();
-	auto in_15 =
-	    pglease::connect("redis://127.0.0.1:" + std::to_string(single_port) + "/15", quick_backoff());
+	auto in_15 = pglease::connect(redis_url(server) + "/15", quick_backoff());
 	ASSERT_TRUE(in_15) << in_15.error();
 	auto granted = (*in_15)->try_acquire(resource(), opts(10s));
 	EXPECT_TRUE(granted) << granted.error();
@@ -634,7 +640,7 @@ TEST_F(RedisLocker, acquire_timed_out_on_a_frozen_server_leaves_no_lasting_lock)
 	auto thawed_at = Clock::now();
 	frozen.thaw();
 
-	auto other = connect_or_fail(redis_url());
+	auto other = connect_or_fail(redis_url(server));
 	std::optional<pglease::Lease> taken;
 	eventually(
 	    [&] {

@@ -1,14 +1,18 @@
 // redis_plumbing_test.cpp -- the Redis plumbing (client/src/redis/) against real
-// redis-servers this test starts itself with scripts/redis.sh on loopback ports
-// 56379-56382 (never 6379).  Never mocked, never skipped: without redis-server
-// every test fails and says how to get one.
+// redis-servers this test starts itself with scripts/redis.sh, each on a
+// loopback port free when it starts (support.hpp's ScriptServer: free_port, a
+// bind race retried on a new port; a restarted server gets its own port
+// back).  Never mocked, never skipped: without redis-server every test fails
+// and says how to get one.
 #include <stdlib.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -17,6 +21,7 @@
 #include "redis/connection.hpp"
 #include "redis/endpoint.hpp"
 #include "redis/sha1.hpp"
+#include "support.hpp"
 
 using namespace std::chrono_literals;
 using pglease::Errc;
@@ -25,58 +30,25 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// A redis-server of this test: its files in a fresh temporary directory,
-// stopped and removed when the object goes.
-class RedisServer {
+// A redis-server of this test (scripts/redis.sh): its files in a fresh
+// temporary directory, killed and removed when the object goes.  start()
+// draws a free port the first time, and takes the same one again after a
+// stop or a kill (restart: stop, then start).
+class RedisServer : public test_support::ScriptServer {
 public:
-	RedisServer(int port, bool persist) : port_(port), persist_(persist)
-	{
-		char tmpl[] = "/tmp/pglease-redis-test.XXXXXX";
-		if (const char *made = ::mkdtemp(tmpl))
-			dir_ = made;
-	}
-	~RedisServer()
-	{
-		if (!dir_.empty()) {
-			run("kill");
-			std::error_code ignored;
-			std::filesystem::remove_all(dir_, ignored);
-		}
-	}
-	RedisServer(const RedisServer &) = delete;
-	RedisServer &operator=(const RedisServer &) = delete;
-
-	bool start() { return run("start", std::to_string(port_) + (persist_ ? " persist" : "")); }
-	bool stop() { return run("stop"); }
-	bool kill() { return run("kill"); }
-	bool restart() { return run("restart"); }
-	Endpoint endpoint() const { return Endpoint{"127.0.0.1", port_}; }
-
-private:
-	bool run(const std::string &cmd, const std::string &extra = "")
-	{
-		if (dir_.empty())
-			return false;
-		std::string line =
-		    std::string(PGLEASE_SOURCE_DIR) + "/scripts/redis.sh " + cmd + " '" + dir_ + "' " + extra;
-		return std::system(line.c_str()) == 0;
-	}
-
-	int port_;
-	bool persist_;
-	std::string dir_;
+	explicit RedisServer(bool persist) : ScriptServer("redis.sh", persist ? "persist" : "") {}
+	Endpoint endpoint() const { return Endpoint{"127.0.0.1", port()}; }
 };
 
 constexpr Timeouts quick{500ms, 500ms};
 
-// The shared server of the tests that never stop theirs: 56379.
+// The shared server of the tests that never stop theirs.
 RedisServer &
 shared_server()
 {
-	static RedisServer server(56379, false);
-	static bool started = server.start();
-	EXPECT_TRUE(started) << "scripts/redis.sh could not start redis-server on 56379 "
-	                        "(install it: scripts/install-deps.sh)";
+	static RedisServer server(false);
+	static const ::testing::AssertionResult started = server.start();
+	EXPECT_TRUE(started) << "install redis-server: scripts/install-deps.sh";
 	return server;
 }
 
@@ -231,7 +203,7 @@ TEST(RedisConnection, command_past_its_timeout_is_unavailable_and_ends_the_conne
 
 TEST(RedisConnection, stopped_server_is_unavailable_promptly_and_restarted_one_works_after_reconnect)
 {
-	RedisServer server(56380, false);
+	RedisServer server(false);
 	ASSERT_TRUE(server.start());
 	auto c = connect_or_fail(server.endpoint());
 	ASSERT_TRUE(c.command({"SET", key("k"), "v"}));
@@ -265,7 +237,7 @@ TEST(RedisConnection, writing_to_a_closed_connection_does_not_raise_sigpipe)
 {
 	// hiredis writes with write(2): without a guard the second write after the
 	// peer's RST raises SIGPIPE, whose default action kills the host service
-	RedisServer server(56380, false);
+	RedisServer server(false);
 	ASSERT_TRUE(server.start());
 	auto c = connect_or_fail(server.endpoint());
 	ASSERT_TRUE(server.stop());
@@ -278,7 +250,7 @@ TEST(RedisConnection, writing_to_a_closed_connection_does_not_raise_sigpipe)
 TEST(RedisConnection, killed_persistent_server_keeps_every_acknowledged_write)
 {
 	// what the Redis provider's fencing token relies on (AOF, appendfsync always)
-	RedisServer server(56382, true);
+	RedisServer server(true);
 	ASSERT_TRUE(server.start());
 	auto c = connect_or_fail(server.endpoint());
 	long long last = 0;
@@ -353,7 +325,7 @@ TEST(RedisSubscriber, publish_wakes_a_waiter_before_its_timeout)
 
 TEST(RedisSubscriber, stopped_server_ends_the_wait_as_unavailable)
 {
-	RedisServer server(56381, false);
+	RedisServer server(false);
 	ASSERT_TRUE(server.start());
 	auto sub = Subscriber::open(server.endpoint(), quick, key("wake"));
 	ASSERT_TRUE(sub) << sub.error();
@@ -368,12 +340,12 @@ TEST(RedisSubscriber, stopped_server_ends_the_wait_as_unavailable)
 
 TEST(RedisUrl, accepts_one_redis_node_and_three_or_more_redlock_nodes)
 {
-	auto one = parse_url("redis://127.0.0.1:56379");
+	auto one = parse_url("redis://127.0.0.1:26379");
 	ASSERT_TRUE(one) << one.error();
 	EXPECT_FALSE(one->redlock);
 	ASSERT_EQ(one->nodes.size(), 1u);
 	EXPECT_EQ(one->nodes[0].host, "127.0.0.1");
-	EXPECT_EQ(one->nodes[0].port, 56379);
+	EXPECT_EQ(one->nodes[0].port, 26379);
 	EXPECT_EQ(one->db, 0);
 
 	auto with_db = parse_url("redis://cache.internal:6400/5");
@@ -426,7 +398,7 @@ TEST(RedisUrl, rejects_malformed_urls_with_what_is_wrong)
 	    {"redis://h:1,g:2", "use redlock://"},
 	    {"redis://user:pw@h:1", "credentials"},
 	    {"redis://a b:1", "host \"a b\""},
-	    {"redis://127.0.0.1 :47201", "host \"127.0.0.1 \""},
+	    {"redis://127.0.0.1 :27201", "host \"127.0.0.1 \""},
 	    {"redis:// h:1", "host"},
 	    {"redis://h\t:1", "host"},
 	    {"redis://h\xc3\xa9:1", "host"},
@@ -485,4 +457,116 @@ TEST(RedisUrl, no_error_message_shows_a_password)
 			    << url << ": the message shows \"" << piece << "\": " << m;
 		std::cout << url << " -> " << m << "\n";
 	}
+}
+
+// ---- the ports and servers of the test suites (tests/client/support.hpp) ----
+
+namespace {
+
+// Listener -- a socket listening on 127.0.0.1:PORT while the object lives
+// (another process's server, as far as a test server can tell)
+class Listener {
+public:
+	explicit Listener(int port) : port_(port)
+	{
+		fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int on = 1;
+		(void)::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+		sockaddr_in address{};
+		address.sin_family = AF_INET;
+		address.sin_port = htons(static_cast<std::uint16_t>(port));
+		address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		listening_ = fd_ >= 0 &&
+		             ::bind(fd_, reinterpret_cast<const sockaddr *>(&address), sizeof address) == 0 &&
+		             ::listen(fd_, 16) == 0;
+	}
+	~Listener() { close(); }
+	Listener(const Listener &) = delete;
+	Listener &operator=(const Listener &) = delete;
+	void close()
+	{
+		if (fd_ >= 0)
+			::close(fd_);
+		fd_ = -1;
+	}
+	bool listening() const { return listening_; }
+	int port() const { return port_; }
+
+private:
+	int port_;
+	int fd_ = -1;
+	bool listening_ = false;
+};
+
+} // namespace
+
+TEST(TestPorts, free_ports_are_distinct_free_and_below_the_ephemeral_range)
+{
+	int ephemeral_low = 0;
+	std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+	const auto range = test_support::port_range();
+	EXPECT_EQ(range.high, ephemeral_low - 1) << "below the kernel's ephemeral range";
+	EXPECT_GE(range.low, 1024);
+	EXPECT_LT(range.low, range.high);
+	std::set<int> seen;
+	for (int port : test_support::free_ports(20, {0, 1})) {
+		EXPECT_GE(port, range.low);
+		EXPECT_LE(port + 1, range.high);
+		EXPECT_TRUE(test_support::port_is_free(port)) << port;
+		EXPECT_TRUE(test_support::port_is_free(port + 1)) << port + 1 << " (an offset)";
+		seen.insert(port);
+		seen.insert(port + 1);
+	}
+	EXPECT_EQ(seen.size(), 40u) << "a port or an offset's port drawn twice";
+	for (int port : test_support::free_ports(20))
+		EXPECT_EQ(seen.count(port), 0u) << port << " handed out twice in one process";
+}
+
+TEST(TestPorts, a_port_someone_listens_on_is_not_free)
+{
+	Listener held(test_support::free_port());
+	ASSERT_TRUE(held.listening());
+	EXPECT_FALSE(test_support::port_is_free(held.port()));
+	held.close();
+	EXPECT_TRUE(test_support::port_is_free(held.port()));
+}
+
+TEST(TestServers, a_start_whose_port_was_taken_meanwhile_is_retried_on_a_new_port)
+{
+	// the first port handed out is held (a bind race lost): the start must
+	// draw again, start on the new port, and say nothing of the first
+	Listener taken(test_support::free_port());
+	ASSERT_TRUE(taken.listening());
+	RedisServer server(false);
+	int draws = 0;
+	server.draw_ports_with([&](std::size_t n, const std::vector<int> &offsets) {
+		return ++draws == 1 ? std::vector<int>{taken.port()} : test_support::free_ports(n, offsets);
+	});
+	ASSERT_TRUE(server.start());
+	EXPECT_EQ(draws, 2);
+	EXPECT_NE(server.port(), taken.port());
+	auto c = connect_or_fail(server.endpoint());
+	auto pong = c.command({"PING"});
+	ASSERT_TRUE(pong) << pong.error();
+	EXPECT_EQ(pong->text, "PONG");
+}
+
+TEST(TestServers, a_restart_on_a_port_taken_meanwhile_fails_saying_so_and_works_once_it_is_free)
+{
+	RedisServer server(false);
+	ASSERT_TRUE(server.start());
+	const int port = server.port();
+	ASSERT_TRUE(server.stop());
+	Listener taken(port);
+	ASSERT_TRUE(taken.listening());
+	const auto again = server.start();
+	ASSERT_FALSE(again) << "started while another process holds its port";
+	std::cout << "the restart said:\n" << again.message() << "\n";
+	EXPECT_NE(std::string(again.message()).find("port " + std::to_string(port) + " of this server was taken"),
+	          std::string::npos)
+	    << again.message();
+	taken.close();
+	ASSERT_TRUE(server.start());
+	EXPECT_EQ(server.port(), port) << "a restart keeps the server's port";
+	EXPECT_TRUE(connect_or_fail(server.endpoint()).command({"PING"}));
 }

@@ -1,9 +1,13 @@
 // zookeeper_locker_test.cpp -- the zookeeper:// locker, reached only through
 // pglease::connect (so every test also shows that linking pglease::zookeeper
 // registers it), against real ZooKeeper servers started with
-// scripts/zookeeper.sh: one standalone server on 57000 for the whole suite,
-// a three-server ensemble on 57001-57003 for the failover test.  57010 is
-// never listened on (a dead host in a URL).  Server-side deletions use
+// scripts/zookeeper.sh: one standalone server for the whole suite, a
+// three-server ensemble for the failover test.  Every port is drawn free
+// when its server starts (support.hpp's ScriptServer and ScriptCluster; an
+// ensemble's client, quorum (+100) and election (+200) ports all at once; a
+// bind race retried on new ports; the standalone server stopped and started
+// again gets its own port back).  The dead host of a URL is a port drawn free
+// and never started.  Server-side deletions use
 // zookeeper.sh break (the package's zkCli.sh); a frozen server is the
 // standalone one stopped with SIGSTOP (Frozen: SIGCONT however the test
 // ends); node counts come from the four-letter word srvr.  Never mocked,
@@ -22,6 +26,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,14 +45,21 @@ using namespace test_support;
 
 namespace {
 
-constexpr int standalone_port = 57000;
-constexpr int ensemble_ports[] = {57001, 57002, 57003};
-constexpr int dead_port = 57010;
+// The standalone server of the whole suite (ZookeeperLocker starts it).
+ScriptServer *standalone = nullptr;
 
-std::string
-script()
+int
+standalone_port()
 {
-	return source_path("scripts/zookeeper.sh");
+	return standalone != nullptr ? standalone->port() : 0;
+}
+
+// dead_port -- a port drawn free for this binary and never listened on by it
+int
+dead_port()
+{
+	static const int port = free_port();
+	return port;
 }
 
 std::string
@@ -68,15 +80,6 @@ std::string
 resource()
 {
 	return test_resource("zk-test/");
-}
-
-// server_pid -- the pid of the server started in DIR (its pidfile), or 0
-pid_t
-server_pid(const std::string &dir)
-{
-	long long pid = 0;
-	std::ifstream(dir + "/zookeeper.pid") >> pid;
-	return static_cast<pid_t>(pid);
 }
 
 // Frozen -- the server stopped with SIGSTOP for a scope: it keeps its
@@ -124,31 +127,28 @@ class ZookeeperLocker : public ::testing::Test {
 protected:
 	static void SetUpTestSuite()
 	{
-		dirs = new ServerDirs("zookeeper.sh");
-		standalone = dirs->dir("standalone");
-		started = dirs->ok() && sh(script() + " start '" + standalone + "' " +
-		                           std::to_string(standalone_port) + " >/dev/null");
+		standalone = new ScriptServer("zookeeper.sh");
+		started = standalone->start();
 	}
 	static void TearDownTestSuite()
 	{
-		delete dirs;
-		dirs = nullptr;
+		delete standalone;
+		standalone = nullptr;
 	}
 	void SetUp() override
 	{
-		ASSERT_TRUE(started) << "scripts/zookeeper.sh could not start a server on " << standalone_port;
-		auto r = pglease::connect(url(standalone_port), quick());
+		ASSERT_TRUE(started) << "install ZooKeeper: scripts/install-deps.sh";
+		auto r = pglease::connect(url(standalone_port()), quick());
 		ASSERT_TRUE(r) << r.error();
 		locker = std::move(*r);
 	}
 	void TearDown() override
 	{
-		if (stopped)
-			sh(script() + " start '" + standalone + "' " + std::to_string(standalone_port) + " >/dev/null");
+		if (stopped) {
+			EXPECT_TRUE(standalone->start()) << "the standalone server again, for the next tests";
+		}
 	}
-	static inline ServerDirs *dirs = nullptr;
-	static inline std::string standalone;
-	static inline bool started = false;
+	static inline ::testing::AssertionResult started = ::testing::AssertionFailure();
 	std::unique_ptr<pglease::Locker> locker;
 	bool stopped = false;
 };
@@ -208,7 +208,7 @@ TEST_F(ZookeeperLocker, KilledHolderProcessIsTakenOverAfterItsSessionTimeoutWith
 	// the command's shell becomes the sleep: its pid is $$, killed at the end
 	std::string child_cmd = "echo $PGLEASE_TOKEN $$ > " + token_file + "; exec sleep 60";
 	std::vector<std::string> args = {
-	    PGLEASE_CLI, "--dsn",  url(standalone_port), "run", "--resource", r, "--ttl", "2s", "--", "sh",
+	    PGLEASE_CLI, "--dsn",  url(standalone_port()), "run", "--resource", r, "--ttl", "2s", "--", "sh",
 	    "-c",        child_cmd};
 	std::vector<char *> argv;
 	for (auto &a : args)
@@ -278,7 +278,8 @@ TEST_F(ZookeeperLocker, NodeDeletedServerSideFiresOnLostOnce)
 	ASSERT_TRUE(lease) << lease.error();
 	std::atomic<int> calls{0};
 	lease->on_lost([&](const pglease::Error &) { calls++; });
-	ASSERT_TRUE(sh(script() + " break '" + standalone + "' '" + r + "'")) << "zookeeper.sh break";
+	auto broken = standalone->run("break", "'" + r + "'");
+	ASSERT_TRUE(broken.ok()) << "zookeeper.sh break: " << broken.output;
 	EXPECT_TRUE(eventually([&] { return calls.load() > 0; }, 3s)) << "on_lost not called";
 	std::this_thread::sleep_for(600ms);
 	EXPECT_EQ(calls.load(), 1);
@@ -307,15 +308,14 @@ TEST_F(ZookeeperLocker, WaitTimesOutWithinWaitPlusGraceAndLeavesNoNode)
 TEST_F(ZookeeperLocker, StoppedServerIsUnavailablePromptlyThenRecovers)
 {
 	stopped = true;
-	ASSERT_TRUE(sh(script() + " stop '" + standalone + "'"));
+	ASSERT_TRUE(standalone->stop());
 	auto start = Clock::now();
 	auto down = locker->try_acquire(resource(), opts(5s));
 	EXPECT_LT(Clock::now() - start, 3s) << "connect_timeout is 2 s";
 	ASSERT_FALSE(down);
 	EXPECT_EQ(down.error().code, Errc::unavailable) << down.error();
 	EXPECT_TRUE(pglease::is_retryable(down.error()));
-	ASSERT_TRUE(
-	    sh(script() + " start '" + standalone + "' " + std::to_string(standalone_port) + " >/dev/null"));
+	ASSERT_TRUE(standalone->start()) << "the same port again";
 	stopped = false;
 	auto up = locker->try_acquire(resource(), opts(5s));
 	EXPECT_TRUE(up) << up.error();
@@ -328,7 +328,7 @@ TEST_F(ZookeeperLocker, HeldLeaseIsLostByItsDeadlineWhenTheServerStops)
 	std::atomic<int> calls{0};
 	lease->on_lost([&](const pglease::Error &) { calls++; });
 	stopped = true;
-	ASSERT_TRUE(sh(script() + " stop '" + standalone + "'"));
+	ASSERT_TRUE(standalone->stop());
 	EXPECT_TRUE(eventually([&] { return calls.load() > 0; }, 3s)) << "on_lost not called by the deadline";
 	EXPECT_FALSE(lease->valid());
 }
@@ -337,8 +337,8 @@ TEST_F(ZookeeperLocker, SeveralHostsAndAChrootInTheUrl)
 {
 	auto r = resource();
 	// the first host is dead: the C client moves on to the next
-	auto two = pglease::connect("zookeeper://127.0.0.1:" + std::to_string(dead_port) +
-	                                ",127.0.0.1:" + std::to_string(standalone_port),
+	auto two = pglease::connect("zookeeper://127.0.0.1:" + std::to_string(dead_port()) +
+	                                ",127.0.0.1:" + std::to_string(standalone_port()),
 	                            quick());
 	ASSERT_TRUE(two) << two.error();
 	for (int i = 0; i < 3; i++) {
@@ -346,7 +346,7 @@ TEST_F(ZookeeperLocker, SeveralHostsAndAChrootInTheUrl)
 		ASSERT_TRUE(lease) << lease.error();
 	}
 	// another chroot is another lock space
-	auto chrooted = pglease::connect(url(standalone_port, "/apps/locks"), quick());
+	auto chrooted = pglease::connect(url(standalone_port(), "/apps/locks"), quick());
 	ASSERT_TRUE(chrooted) << chrooted.error();
 	auto held = locker->acquire(r, opts(5s));
 	ASSERT_TRUE(held) << held.error();
@@ -376,37 +376,33 @@ TEST_F(ZookeeperLocker, MalformedUrlsAndTooLongTtlsAreInvalidArguments)
 
 TEST_F(ZookeeperLocker, LeaderStoppedWhileHeldNeverGrantsTwice)
 {
-	ServerDirs ensemble{"zookeeper.sh"};
-	std::string spec, hosts;
-	std::vector<std::string> member;
-	for (int i = 0; i < 3; i++) {
-		spec += (i ? "," : "") + std::to_string(ensemble_ports[i]);
-		hosts += std::string(i ? "," : "") + "127.0.0.1:" + std::to_string(ensemble_ports[i]);
-		member.push_back(ensemble.dir("member" + std::to_string(i + 1)));
-	}
-	for (int i = 0; i < 3; i++)
-		ASSERT_TRUE(sh(script() + " start '" + member[i] + "' " + std::to_string(ensemble_ports[i]) + " " +
-		               spec + " " + std::to_string(i + 1) + " >/dev/null"));
-	auto mode_of = [&](int i) {
-		std::string out = member[i] + "/mode.out";
-		sh(script() + " mode '" + member[i] + "' >'" + out + "' 2>/dev/null");
+	// member I is started with its client port, the ensemble's client ports
+	// and its 1-based id; quorum and election ports are + 100 and + 200
+	ScriptCluster ensemble{
+	    "zookeeper.sh", 3, {0, 100, 200}, [](std::size_t i, const std::vector<int> &ports) {
+		    return joined(ports) + " " + std::to_string(i + 1);
+	    }};
+	auto mode_of = [&](std::size_t i) {
 		std::string mode;
-		std::ifstream(out) >> mode;
+		std::istringstream(ensemble.run(i, "mode").output) >> mode;
 		return mode;
 	};
 	int leader = -1;
-	ASSERT_TRUE(eventually(
+	ASSERT_TRUE(ensemble.start(
 	    [&] {
 		    int followers = 0;
-		    for (int i = 0; i < 3; i++) {
+		    for (std::size_t i = 0; i < 3; i++) {
 			    auto m = mode_of(i);
-			    leader = m == "leader" ? i : leader;
+			    leader = m == "leader" ? static_cast<int>(i) : leader;
 			    followers += m == "follower";
 		    }
 		    return leader >= 0 && followers == 2;
 	    },
 	    20s))
 	    << "the ensemble elected no leader within 20 s";
+	std::string hosts;
+	for (int port : ensemble.ports())
+		hosts += std::string(hosts.empty() ? "" : ",") + "127.0.0.1:" + std::to_string(port);
 
 	auto ha = pglease::connect("zookeeper://" + hosts, quick());
 	ASSERT_TRUE(ha) << ha.error();
@@ -425,7 +421,7 @@ TEST_F(ZookeeperLocker, LeaderStoppedWhileHeldNeverGrantsTwice)
 		return lease;
 	});
 	std::this_thread::sleep_for(500ms);
-	ASSERT_TRUE(sh(script() + " stop '" + member[leader] + "'"));
+	ASSERT_TRUE(ensemble.stop(static_cast<std::size_t>(leader)));
 	std::this_thread::sleep_for(3s); // a new leader is elected; sessions move to a survivor
 	bool kept = holder->valid();
 	EXPECT_TRUE(kept || lost.load() == 1) << "neither kept nor told it lost the lease";
@@ -435,7 +431,7 @@ TEST_F(ZookeeperLocker, LeaderStoppedWhileHeldNeverGrantsTwice)
 	ASSERT_TRUE(granted) << granted.error();
 	EXPECT_FALSE(overlap.load()) << "two holders at once";
 	EXPECT_GT(granted->token(), holder->token());
-	std::cout << "leader on port " << ensemble_ports[leader] << " stopped; holder "
+	std::cout << "leader on port " << ensemble.port(static_cast<std::size_t>(leader)) << " stopped; holder "
 	          << (kept ? "kept its lease" : "was told it lost it")
 	          << "; waiter granted with a higher token\n";
 }
@@ -453,11 +449,11 @@ TEST_F(ZookeeperLocker, AcquireOnAFrozenServerEndsWithinGraceAndLeavesNoLockBehi
 		auto warm = locker->acquire(r, opts(8s));
 		ASSERT_TRUE(warm) << warm.error();
 	}
-	auto fresh = pglease::connect(url(standalone_port)); // default options: connect_timeout 5 s
+	auto fresh = pglease::connect(url(standalone_port())); // default options: connect_timeout 5 s
 	ASSERT_TRUE(fresh) << fresh.error();
 	long long pooled_ms = 0, fresh_ms = 0;
 	{
-		Frozen frozen{server_pid(standalone)};
+		Frozen frozen{standalone->pid()};
 		auto start = Clock::now();
 		auto pooled = in_other_thread([&] { return locker->acquire(r, opts(8s)); });
 		pooled_ms = ms_since(start);
@@ -472,7 +468,7 @@ TEST_F(ZookeeperLocker, AcquireOnAFrozenServerEndsWithinGraceAndLeavesNoLockBehi
 		EXPECT_LE(fresh_ms, (grace + slack).count()) << opened.error();
 	}
 	auto thawed = Clock::now();
-	auto other = pglease::connect(url(standalone_port), quick());
+	auto other = pglease::connect(url(standalone_port()), quick());
 	ASSERT_TRUE(other) << other.error();
 	auto next = in_other_thread([&] { return (*other)->acquire(r, opts(8s, 8s + slack)); });
 	auto next_ms = ms_since(thawed);
@@ -497,7 +493,7 @@ TEST_F(ZookeeperLocker, FrozenHalfASecondIntoAWaitEndsWithinWaitPlusGrace)
 		auto start = Clock::now();
 		auto waiter = std::async(std::launch::async, [&] { return locker->acquire(r, opts(10s, 3s)); });
 		std::this_thread::sleep_for(500ms);
-		Frozen now_frozen{server_pid(standalone)};
+		Frozen now_frozen{standalone->pid()};
 		auto got = waiter.get();
 		waited_ms = ms_since(start);
 		ASSERT_FALSE(got) << "granted while held and frozen";
@@ -507,7 +503,7 @@ TEST_F(ZookeeperLocker, FrozenHalfASecondIntoAWaitEndsWithinWaitPlusGrace)
 	}
 	EXPECT_FALSE(holder->valid()) << "a 3 s lease kept through a 5 s freeze";
 	auto thawed = Clock::now();
-	auto other = pglease::connect(url(standalone_port), quick());
+	auto other = pglease::connect(url(standalone_port()), quick());
 	ASSERT_TRUE(other) << other.error();
 	auto next = in_other_thread([&] { return (*other)->acquire(r, opts(3s, 10s + slack)); });
 	auto next_ms = ms_since(thawed);
@@ -533,7 +529,7 @@ TEST_F(ZookeeperLocker, RenewAndReleaseOnAFrozenServerEndWithinGrace)
 	ASSERT_TRUE(released) << released.error();
 	long long renew_ms = 0, release_ms = 0;
 	{
-		Frozen frozen{server_pid(standalone)};
+		Frozen frozen{standalone->pid()};
 		auto start = Clock::now();
 		auto renew = renewed->renew();
 		renew_ms = ms_since(start);
@@ -614,7 +610,7 @@ TEST_F(ZookeeperLocker, TtlsAboveTheClientsOrTheServersMaximumAreRefusedNamingIt
 // a ZooKeeper connection loss: unavailable, retryable).
 TEST_F(ZookeeperLocker, OverlongNulAndInvalidUtf8NamesAreRefusedBeforeAnyIo)
 {
-	auto dead = pglease::connect(url(dead_port), quick());
+	auto dead = pglease::connect(url(dead_port()), quick());
 	ASSERT_TRUE(dead) << dead.error();
 	const std::string megabyte(1 << 20, 'x');
 	const std::string with_nul{"orders\0-eu", 10};
@@ -630,7 +626,7 @@ TEST_F(ZookeeperLocker, OverlongNulAndInvalidUtf8NamesAreRefusedBeforeAnyIo)
 	                                 {"bad\xff", ""},
 	                                 {resource(), "bad\xc3"},
 	                                 {"", ""}};
-	auto nodes_before = node_count(standalone_port);
+	auto nodes_before = node_count(standalone_port());
 	ASSERT_GT(nodes_before, 0);
 	for (const auto &c : cases) {
 		for (auto *l : {locker.get(), dead->get()}) {
@@ -646,7 +642,7 @@ TEST_F(ZookeeperLocker, OverlongNulAndInvalidUtf8NamesAreRefusedBeforeAnyIo)
 			EXPECT_LT(ms_since(start), 100) << "not refused before any I/O: " << r.error();
 		}
 	}
-	EXPECT_LE(node_count(standalone_port), nodes_before) << "a refused acquire created nodes";
+	EXPECT_LE(node_count(standalone_port()), nodes_before) << "a refused acquire created nodes";
 }
 
 // issue 19 defect 7: every name that passes the common check (at most 256
@@ -673,7 +669,7 @@ TEST_F(ZookeeperLocker, EveryNameThatPassesTheCommonCheckIsALeaseOfItsOwn)
 	                                        std::string(256, '/'),
 	                                        std::string(256, '.'),
 	                                        two_byte};
-	auto other = pglease::connect(url(standalone_port), quick());
+	auto other = pglease::connect(url(standalone_port()), quick());
 	ASSERT_TRUE(other) << other.error();
 	std::vector<pglease::Lease> held;
 	for (const auto &name : names) {
@@ -697,25 +693,25 @@ TEST_F(ZookeeperLocker, EveryNameThatPassesTheCommonCheckIsALeaseOfItsOwn)
 // takes a bracketed IPv6 literal (handed to the C client as "::1:port").
 TEST_F(ZookeeperLocker, UrlParserRefusesMalformedHostsAndNeverEchoesAPassword)
 {
-	for (const char *bad : {"zookeeper://a b:57000", "zookeeper://127.0.0.1 :57000", "zookeeper://:57000",
+	for (const char *bad : {"zookeeper://a b:27000", "zookeeper://127.0.0.1 :27000", "zookeeper://:27000",
 	                        "zookeeper://h:", "zookeeper://h:65536", "zookeeper://h:-1", "zookeeper://h:1x",
 	                        "zookeeper://h:99999999999999999999", "zookeeper://h:1,,h:2", "zookeeper://[::1]",
-	                        "zookeeper://[::1:57000", "zookeeper://[]:57000", "zookeeper://[::1]x:57000",
-	                        "zookeeper://[g::1]:57000", "zookeeper://::1:57000", "zookeeper://h:1/zookeeper",
+	                        "zookeeper://[::1:27000", "zookeeper://[]:27000", "zookeeper://[::1]x:27000",
+	                        "zookeeper://[g::1]:27000", "zookeeper://::1:27000", "zookeeper://h:1/zookeeper",
 	                        "zookeeper://h:1/zookeeper/locks"}) {
 		auto r = pglease::connect(bad);
 		ASSERT_FALSE(r) << bad;
 		EXPECT_EQ(r.error().code, Errc::invalid_argument) << bad << ": " << r.error();
 	}
-	for (const char *secret : {"zookeeper://alice:s3cr3tPW@127.0.0.1:57000",
-	                           "zookeeper://127.0.0.1:57000,alice:s3cr3tPW@127.0.0.1:57001/x",
-	                           "zookeeper://127.0.0.1:57000/x?password=s3cr3tPW"}) {
+	for (const char *secret : {"zookeeper://alice:s3cr3tPW@127.0.0.1:27000",
+	                           "zookeeper://127.0.0.1:27000,alice:s3cr3tPW@127.0.0.1:27001/x",
+	                           "zookeeper://127.0.0.1:27000/x?password=s3cr3tPW"}) {
 		auto r = pglease::connect(secret);
 		ASSERT_FALSE(r) << "credentials are not supported (issue 22)";
 		EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error();
 		EXPECT_EQ(r.error().message.find("s3cr3tPW"), std::string::npos) << r.error();
 	}
-	for (const char *good : {"zookeeper://[::1]:57010", "zookeeper://[::1]:57010,127.0.0.1:57000/x"}) {
+	for (const char *good : {"zookeeper://[::1]:27010", "zookeeper://[::1]:27010,127.0.0.1:27000/x"}) {
 		auto r = pglease::connect(good, quick());
 		EXPECT_TRUE(r) << good << ": " << r.error();
 	}
