@@ -26,6 +26,14 @@ struct ClientOptions {
 	/// Server-side statement timeout beyond an acquire's wait (and for every
 	/// other call), so no call blocks much longer than it asked to.
 	std::chrono::milliseconds statement_grace{std::chrono::seconds{2}};
+	/// TLS material, paths of PEM files, for the providers that speak TLS
+	/// (etcds://, ...): the CA the server's certificate must be signed by, and
+	/// the client's certificate and key when the server asks for one.  The URL's
+	/// query parameters cacert=, cert= and key= set the same; empty = unset.
+	/// PostgreSQL takes libpq's own (sslrootcert, sslcert, sslkey, sslmode).
+	std::string tls_ca_file;
+	std::string tls_cert_file;
+	std::string tls_key_file;
 };
 
 struct LeaseOptions {
