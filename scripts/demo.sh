@@ -25,7 +25,8 @@ WORKER="$ROOT/build/client/pglease_ledger_worker"
 
 work_dir pg_lease_demo
 DIR="$WORK"
-export PGLEASE_TEST_PORT="${PGLEASE_DEMO_PORT:-54351}"
+# the cluster listens on a Unix socket in $DIR only: the number names its socket file
+export PGLEASE_TEST_PORT="${PGLEASE_DEMO_PORT:-5432}"
 pids=()
 on_exit '"$ROOT/scripts/cluster.sh" stop "$DIR/pg" immediate || true'
 on_exit 'for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done'
