@@ -9,8 +9,11 @@
 # on with higher tokens.  Then SIGCONT: the frozen worker, still believing it
 # holds the lease, tries its write -- and lease.fence rejects it (LS001)
 # inside its own transaction.  The demo ends by checking the ledger (and
-# exits non-zero if the check fails: make test runs it as example.demo, with
-# DEMO_SKIP_INSTALL=1, the build being done).
+# exits non-zero if the check fails).  make test does not run it (its
+# timeline depends on the machine's load; tests/CMakeLists.txt);
+# DEMO_SKIP_INSTALL=1 skips the installs when the build is done.  Its cluster
+# listens on a Unix socket in a temporary directory only (PGLEASE_DEMO_PORT,
+# default 5432, names the socket file).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

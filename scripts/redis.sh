@@ -83,6 +83,7 @@ start)
 	port="" mode=volatile
 	for arg in "${@:3}"; do
 		case "$arg" in
+		"") ;;
 		volatile | persist) mode="$arg" ;;
 		*)
 			[[ "$arg" =~ ^[0-9]+$ ]] && [ "$arg" -ge 1 ] && [ "$arg" -le 65535 ] && [ -z "$port" ] ||
