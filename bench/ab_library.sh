@@ -14,7 +14,9 @@
 # 0.1.0 -> 0.2.0).  Leaves this checkout's library installed.
 #
 # Settings: PGLEASE_AB_REPS (5), PGLEASE_AB_DURATION seconds (8),
-# PGLEASE_AB_CLIENTS ("1 8"), PGLEASE_AB_PORT (54345), PGLEASE_AB_NRES (10000).
+# PGLEASE_AB_CLIENTS ("1 8"), PGLEASE_AB_PORT (5432: the socket name of the
+# cluster, which listens on a Unix socket in its own directory only),
+# PGLEASE_AB_NRES (10000).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +24,7 @@ REV="${1:?usage: bench/ab_library.sh REV}"
 REPS="${PGLEASE_AB_REPS:-5}"
 DURATION="${PGLEASE_AB_DURATION:-8}"
 CLIENTS="${PGLEASE_AB_CLIENTS:-1 8}"
-PORT="${PGLEASE_AB_PORT:-54345}"
+PORT="${PGLEASE_AB_PORT:-5432}"
 NRES="${PGLEASE_AB_NRES:-10000}"
 LIBDIR="$(pg_config --pkglibdir)"
 source "$REPO/scripts/lib/common.sh" # on_exit, work_dir

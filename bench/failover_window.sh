@@ -8,8 +8,10 @@
 # prints every figure and the median and max.  The PostgreSQL figure (under
 # pg_auto_failover) comes from `make ha` (tests/ha/run.sh).
 #
-# Ports 60100-60125 (+10/+20 for ZooKeeper's quorum/election ports, +1 for
-# etcd's peer ports); servers are stopped and their files removed at exit.
+# Each cluster on ports drawn free when it starts (free_port,
+# scripts/lib/ports.sh), with its peer ports free too (etcd: +1; ZooKeeper's
+# quorum/election ports: +10/+20), drawn anew when a member fails to start
+# (a bind race), 3 tries; servers are stopped and their files removed at exit.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CLI="$ROOT/build/client/pglease"
@@ -21,21 +23,41 @@ export ZK_PEER_OFFSET=10
 declare -a DIRS=()
 on_exit 'for d in "${DIRS[@]}"; do "$ROOT/scripts/${d%%:*}.sh" kill "${d#*:}" >/dev/null 2>&1 || true; done'
 
-# start_cluster SYSTEM RUN PORTS... -- three members in the background, wait for all
+# cluster_ports SYSTEM -- three client ports, free now with their peer ports
+cluster_ports() {
+	local offsets p q o ok tries picked=()
+	if [ "$1" = etcd ]; then offsets=1; else offsets="$ZK_PEER_OFFSET $((2 * ZK_PEER_OFFSET))"; fi
+	for ((tries = 0; ${#picked[@]} < 3; tries++)); do
+		[ "$tries" -lt 100 ] || die "no free ports for a $1 cluster in 100 tries"
+		p="$(free_port)"
+		ok=1
+		for o in $offsets; do port_is_free $((p + o)) || ok=0; done
+		# no member's ports among another's
+		for q in "${picked[@]}"; do [ $((p > q ? p - q : q - p)) -gt $((2 * ZK_PEER_OFFSET)) ] || ok=0; done
+		[ "$ok" = 0 ] || picked+=("$p")
+	done
+	echo "${picked[*]}"
+}
+
+# start_cluster SYSTEM RUN PORTS... -- three members in the background, wait
+# for all; false if one of them failed to start
 start_cluster() {
-	local sys="$1" run="$2" spec i=0 p
+	local sys="$1" run="$2" spec i=0 p pids=() rc=0
 	shift 2
 	spec="$(IFS=,; echo "$*")"
 	for p in "$@"; do
 		i=$((i + 1))
+		rm -rf "$WORK/$sys-$run-$i"
 		DIRS+=("$sys:$WORK/$sys-$run-$i")
 		if [ "$sys" = etcd ]; then
 			"$ROOT/scripts/etcd.sh" start "$WORK/$sys-$run-$i" "$p" "$spec" >/dev/null 2>&1 &
 		else
 			"$ROOT/scripts/zookeeper.sh" start "$WORK/$sys-$run-$i" "$p" "$spec" "$i" >/dev/null 2>&1 &
 		fi
+		pids+=($!)
 	done
-	wait
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	return "$rc"
 }
 
 # leader SYSTEM RUN PORTS... -- the member index (1-3) that leads now
@@ -56,11 +78,17 @@ leader() {
 	return 1
 }
 
-# one SYSTEM URL PORTS... -- prints the window of one kill, in ms
+# one SYSTEM RUN -- prints the window of one kill, in ms
 one() {
-	local sys="$1" url="$2" run="$3" l t0 t i
-	shift 3
-	start_cluster "$sys" "$run" "$@"
+	local sys="$1" run="$2" l t0 i try ports url
+	for ((try = 1; ; try++)); do
+		read -r -a ports <<<"$(cluster_ports "$sys")"
+		start_cluster "$sys" "$run" "${ports[@]}" && break
+		for i in 1 2 3; do "$ROOT/scripts/$sys.sh" kill "$WORK/$sys-$run-$i" >/dev/null 2>&1 || true; done
+		[ "$try" -lt 3 ] || die "$sys: no cluster started in 3 tries (the last on ports ${ports[*]})"
+	done
+	url="$sys://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
+	set -- "${ports[@]}"
 	for i in $(seq 1 200); do
 		l="$(leader "$sys" "$run" "$@")" && "$CLI" --dsn "$url" run --resource window --ttl 2s -- true >/dev/null 2>&1 && break
 		sleep 0.1
@@ -81,11 +109,9 @@ one() {
 summary() { sort -n | awk '{ v[NR] = $1 } END { printf "median %d ms, max %d ms (%s)\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[NR], NR " kills" }'; }
 
 for sys in etcd zookeeper; do
-	if [ "$sys" = etcd ]; then ports=(60100 60102 60104); else ports=(60110 60111 60112); fi
-	url="$sys://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
 	: >"$WORK/$sys.ms"
 	for run in $(seq 1 "$REPS"); do
-		w="$(one "$sys" "$url" "$run" "${ports[@]}")"
+		w="$(one "$sys" "$run")"
 		echo "# $sys, kill $run: first lease after ${w:-NEVER} ms"
 		[ -n "$w" ] && echo "$w" >>"$WORK/$sys.ms"
 	done

@@ -14,7 +14,8 @@
 #
 # Settings (environment):
 #   PGLEASE_BENCH_SYSTEMS   systems to run (default "pg_lease advisory handmade handmade_asyncrel")
-#   PGLEASE_BENCH_PORT      port of the throwaway cluster     (default 54340)
+#   PGLEASE_BENCH_PORT      socket name of the throwaway cluster (default 5432;
+#                           it listens on a Unix socket in its own directory only)
 #   PGLEASE_BENCH_DURATION  seconds per pgbench run           (default 10)
 #   PGLEASE_BENCH_REPS      repetitions                       (default 5)
 #   PGLEASE_BENCH_CLIENTS   client counts, space separated    (default "1 8")
@@ -24,7 +25,7 @@ set -euo pipefail
 
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$BENCH_DIR/.." && pwd)"
-PORT="${PGLEASE_BENCH_PORT:-54340}"
+PORT="${PGLEASE_BENCH_PORT:-5432}"
 DURATION="${PGLEASE_BENCH_DURATION:-10}"
 REPS="${PGLEASE_BENCH_REPS:-5}"
 CLIENTS="${PGLEASE_BENCH_CLIENTS:-1 8}"

@@ -15,13 +15,13 @@
 # shared_preload_libraries = 'pg_lease'), five redis-server (one plain, one
 # with appendfsync always, three for Redlock), one etcd member
 # (scripts/etcd.sh: etcd's default fsync) and one ZooKeeper server
-# (scripts/zookeeper.sh: default forceSync=yes).  It fills the tables (100k
-# resources; 1k and 1M for the scale scenario) and writes
-# bench/results/latest.md, latest.json and latest.svg (the chart).
+# (scripts/zookeeper.sh: default forceSync=yes); the clusters on Unix sockets
+# in their directories, every other server on a loopback port drawn free when
+# it starts (free_port, scripts/lib/ports.sh; a new one if its bind fails).
+# It fills the tables (100k resources; 1k and 1M for the scale scenario) and
+# writes bench/results/latest.md, latest.json and latest.svg (the chart).
 #
 # Settings (environment):
-#   PGLEASE_BENCH_PORT_BASE     first of the 32 ports it uses (default 60000):
-#                               +1/+2 clusters, +10..+14 Redis, +20/+21 etcd, +30 ZooKeeper
 #   PGLEASE_BENCH_REPS, PGLEASE_BENCH_DURATION, PGLEASE_BENCH_HOT_DURATION,
 #   PGLEASE_BENCH_WARMUP        override the repetitions and seconds per run
 #   PGLEASE_BENCH_SCENARIOS     subset, e.g. "uncontended,hot" (default: all four)
@@ -48,21 +48,20 @@ if [ "$QUICK" = 1 ]; then
 else
 	MODE=full; def_reps=5; def_duration=1.5; def_hot=3; def_warmup=0.3
 fi
-BASE="${PGLEASE_BENCH_PORT_BASE:-60000}"
 REPS="${PGLEASE_BENCH_REPS:-$def_reps}"
 DURATION="${PGLEASE_BENCH_DURATION:-$def_duration}"
 HOT_DURATION="${PGLEASE_BENCH_HOT_DURATION:-$def_hot}"
 WARMUP="${PGLEASE_BENCH_WARMUP:-$def_warmup}"
 SCENARIOS="${PGLEASE_BENCH_SCENARIOS:-uncontended,hot,scale,renew}"
 NRES=100000
-for v in BASE REPS; do
+for v in REPS; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
 done
 for v in DURATION HOT_DURATION WARMUP; do
 	[[ "${!v}" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "$v must be a number of seconds, got '${!v}'"
 done
-PORT_PRE=$((BASE + 1)) PORT_PLAIN=$((BASE + 2)) REDIS=$((BASE + 10)) REDIS_AOF=$((BASE + 11))
-REDLOCK=($((BASE + 12)) $((BASE + 13)) $((BASE + 14))) ETCD=$((BASE + 20)) ZK=$((BASE + 30))
+# the clusters' socket names (scripts/cluster.sh: Unix sockets, each in its directory)
+PORT_PRE=5432 PORT_PLAIN=5433
 
 # shellcheck source=bench/common.sh
 . "$BENCH_DIR/common.sh"
@@ -92,37 +91,54 @@ FDATASYNC="$(measure_fdatasync)"
 log "fdatasync of 8 kB on /tmp (pg_test_fsync -s 2): $FDATASYNC"
 
 # ---- servers ---------------------------------------------------------------------------------------
-start_redis() { # PORT DIR ARGS...: a redis-server in the foreground of a background job
-	local port="$1" dir="$2"
+# start_redis VAR DIR ARGS...: a redis-server in the foreground of a background
+# job, on a port drawn free (a new one when its bind fails, 3 tries); VAR gets the port
+start_redis() {
+	local var="$1" dir="$2" port pid try i
 	shift 2
 	mkdir -p "$dir"
-	if redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1; then
-		die "something already answers on 127.0.0.1:$port: set PGLEASE_BENCH_PORT_BASE to a free range"
-	fi
-	redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --daemonize no --logfile "$dir/redis.log" \
-		--databases 4 "$@" &
-	REDIS_PIDS+=($!)
+	for ((try = 1; try <= 3; try++)); do
+		port="$(free_port)" || die "no free port for redis-server"
+		: >"$dir/redis.log"
+		redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --daemonize no --logfile "$dir/redis.log" \
+			--databases 4 "$@" &
+		pid=$!
+		# up to 10 s until the server on the port is this one
+		for ((i = 0; i < 100; i++)); do
+			if redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null | grep "^process_id:$pid" >/dev/null; then
+				REDIS_PIDS+=("$pid")
+				printf -v "$var" '%s' "$port"
+				return 0
+			fi
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		grep -i 'address already in use' "$dir/redis.log" >/dev/null ||
+			{ tail -5 "$dir/redis.log" >&2; die "redis-server did not start on port $port (log: $dir/redis.log)"; }
+	done
+	die "redis-server found no free port in 3 tries"
 }
-log "starting servers on ports $BASE-$((BASE + 31)) (clusters, 5 redis-server, etcd, ZooKeeper)"
+log "starting servers (clusters, 5 redis-server, etcd, ZooKeeper)"
 mkdir -p "$WORK/pre" "$WORK/plain"
 PGLEASE_TEST_PORT="$PORT_PRE" "$CLUSTER" start "$WORK/pre" preload & pid_pre=$!
 PGLEASE_TEST_PORT="$PORT_PLAIN" "$CLUSTER" start "$WORK/plain" nopreload & pid_plain=$!
-start_redis "$REDIS" "$WORK/redis" --save '' --appendonly no
-start_redis "$REDIS_AOF" "$WORK/redis-aof" --save '' --appendonly yes --appendfsync always
-for p in "${REDLOCK[@]}"; do start_redis "$p" "$WORK/redis-$p" --save '' --appendonly no; done
-"$REPO/scripts/etcd.sh" start "$WORK/etcd" "$ETCD" >"$WORK/etcd.out" 2>&1 & pid_etcd=$!
-"$REPO/scripts/zookeeper.sh" start "$WORK/zk" "$ZK" >"$WORK/zk.out" 2>&1 & pid_zk=$!
+"$REPO/scripts/etcd.sh" start "$WORK/etcd" >"$WORK/etcd.out" 2>&1 & pid_etcd=$!
+"$REPO/scripts/zookeeper.sh" start "$WORK/zk" >"$WORK/zk.out" 2>&1 & pid_zk=$!
+start_redis REDIS "$WORK/redis" --save '' --appendonly no
+start_redis REDIS_AOF "$WORK/redis-aof" --save '' --appendonly yes --appendfsync always
+REDLOCK=()
+for n in 1 2 3; do
+	start_redis redlock_port "$WORK/redis-$n" --save '' --appendonly no
+	REDLOCK+=("$redlock_port")
+done
 wait "$pid_pre" || die "the preloaded cluster did not start (see above)"
 wait "$pid_plain" || die "the plain cluster did not start (see above)"
 wait "$pid_etcd" || { cat "$WORK/etcd.out" >&2; die "etcd did not start"; }
 wait "$pid_zk" || { cat "$WORK/zk.out" >&2; die "ZooKeeper did not start"; }
-for p in "$REDIS" "$REDIS_AOF" "${REDLOCK[@]}"; do
-	for _ in $(seq 1 100); do
-		redis-cli -h 127.0.0.1 -p "$p" ping >/dev/null 2>&1 && break
-		sleep 0.1
-	done
-	redis-cli -h 127.0.0.1 -p "$p" ping >/dev/null 2>&1 || die "redis-server does not answer on port $p"
-done
+ETCD="$(cat "$WORK/etcd/port")" ZK="$(cat "$WORK/zk/port")"
+log "servers: redis $REDIS, redis-aof $REDIS_AOF, redlock ${REDLOCK[*]}, etcd $ETCD, ZooKeeper $ZK"
 # durable peers as configured: ZooKeeper's forceSync is not turned off, etcd's fsync neither
 ! grep -qi '^forceSync *= *no' "$WORK/zk/zoo.cfg" || die "zoo.cfg turns forceSync off"
 ZK_SYNC="forceSync not set in zoo.cfg (default yes)"
@@ -184,7 +200,7 @@ COMMIT="$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	COMMIT="$COMMIT (client/ or bench/ has uncommitted changes)"
 CMD="bench/run.sh"
 [ "$QUICK" = 0 ] || CMD="$CMD --quick"
-for v in PGLEASE_BENCH_PORT_BASE PGLEASE_BENCH_REPS PGLEASE_BENCH_DURATION PGLEASE_BENCH_HOT_DURATION \
+for v in PGLEASE_BENCH_REPS PGLEASE_BENCH_DURATION PGLEASE_BENCH_HOT_DURATION \
 	PGLEASE_BENCH_WARMUP PGLEASE_BENCH_SCENARIOS; do
 	[ -z "${!v:-}" ] || CMD="$v='${!v}' $CMD"
 done

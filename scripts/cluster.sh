@@ -6,12 +6,17 @@
 #   cluster.sh restart DIR [fast|immediate]    stop, then start with the same settings
 #   cluster.sh env DIR                         print PGHOST/PGPORT/PGUSER exports
 #
+# The cluster listens on no TCP port (listen_addresses = ''), only on the
+# socket DIR/sock/.s.PGSQL.PORT: PGLEASE_TEST_PORT (default 5432) only names
+# that socket file, in a directory of the cluster's own, so clusters in
+# different directories may share the number and none needs a free TCP port.
+#
 # initdb and postgres refuse to run as root, so as root the cluster runs as
 # the unprivileged "postgres" user (created by Debian's postgresql package).
 set -euo pipefail
 
 PG_BINDIR="$(pg_config --bindir)"
-PORT="${PGLEASE_TEST_PORT:-54329}"
+PORT="${PGLEASE_TEST_PORT:-5432}" # the socket file's name (see above)
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" # die
 

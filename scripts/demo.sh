@@ -9,8 +9,11 @@
 # on with higher tokens.  Then SIGCONT: the frozen worker, still believing it
 # holds the lease, tries its write -- and lease.fence rejects it (LS001)
 # inside its own transaction.  The demo ends by checking the ledger (and
-# exits non-zero if the check fails: make test runs it as example.demo, with
-# DEMO_SKIP_INSTALL=1, the build being done).
+# exits non-zero if the check fails).  make test does not run it (its
+# timeline depends on the machine's load; tests/CMakeLists.txt);
+# DEMO_SKIP_INSTALL=1 skips the installs when the build is done.  Its cluster
+# listens on a Unix socket in a temporary directory only (PGLEASE_DEMO_PORT,
+# default 5432, names the socket file).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,7 +28,8 @@ WORKER="$ROOT/build/client/pglease_ledger_worker"
 
 work_dir pg_lease_demo
 DIR="$WORK"
-export PGLEASE_TEST_PORT="${PGLEASE_DEMO_PORT:-54351}"
+# the cluster listens on a Unix socket in $DIR only: the number names its socket file
+export PGLEASE_TEST_PORT="${PGLEASE_DEMO_PORT:-5432}"
 pids=()
 on_exit '"$ROOT/scripts/cluster.sh" stop "$DIR/pg" immediate || true'
 on_exit 'for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done'

@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # redis.sh -- a throwaway redis-server on a loopback port, its files in a directory.
 #
-#   redis.sh start DIR PORT [persist]   start (persist: AOF with appendfsync always)
-#   redis.sh stop DIR                   SIGTERM via the pidfile, wait for the exit
-#   redis.sh kill DIR                   SIGKILL (a crash: nothing flushed on the way out)
-#   redis.sh restart DIR                stop, then start with the same port and mode
+#   redis.sh start DIR [PORT] [persist]  start (persist: AOF with appendfsync always);
+#                                        prints its address, 127.0.0.1:PORT
+#   redis.sh stop DIR                    SIGTERM via the pidfile, wait for the exit
+#   redis.sh kill DIR                    SIGKILL (a crash: nothing flushed on the way out)
+#   redis.sh restart DIR                 stop, then start with the same port and mode
+#
+# Without PORT, start uses the port in DIR/port (a server of DIR started
+# before comes back on its port), or else draws a free one (free_port,
+# scripts/lib/ports.sh) and, when redis-server fails to bind it ("address
+# already in use": another server took it between the check and the bind),
+# draws another, 5 tries; the port used is written to DIR/port.  With PORT,
+# a port in use fails at once, the message saying "address already in use",
+# for a caller that draws its own ports to retry.  The server counts as up
+# when the redis-server answering on the port is the one of DIR's pidfile.
 #
 # Data, pidfile and log live in DIR, so a test owns its servers and can crash
 # them.  No RDB snapshots ever (save ""); without persist nothing survives a
@@ -21,28 +31,23 @@ command -v redis-cli >/dev/null 2>&1 ||
 	die "redis-cli not found: install redis-tools (scripts/install-deps.sh)"
 
 cmd="${1:-}"; dir="${2:-}"
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: redis.sh start DIR PORT [persist] | stop|kill|restart DIR"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: redis.sh start DIR [PORT] [persist] | stop|kill|restart DIR"
 
-
-case "$cmd" in
-start)
-	port="${3:-}"; mode="${4:-volatile}"
-	[[ "$port" =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] ||
-		die "start needs a port (1-65535), got '${port}'"
-	[ "$port" -ne 6379 ] || die "port 6379 belongs to a system redis-server; tests use their own ports"
-	case "$mode" in volatile | persist) ;; *) die "unknown mode '$mode' (persist or nothing)" ;; esac
-	mkdir -p "$dir"
-	dir="$(cd "$dir" && pwd)"
-	# a server already on the port would answer our PING and pass for this one
-	claim "$dir/redis.pid" "$port"
-	echo "$port" >"$dir/port"
-	echo "$mode" >"$dir/mode"
+# start_on PORT MODE -- write DIR's config for PORT and start redis-server;
+# 0 once it answers, 2 if the port is in use (bind race), dies on anything else
+start_on() {
+	local port="$1" mode="$2" log="$dir/redis.log" from pid i
+	claim "$dir/redis.pid"
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		echo "redis.sh: port $port: address already in use (something listens on it)" >&2
+		return 2
+	fi
 	{
 		echo "bind 127.0.0.1"
 		echo "port $port"
 		echo "dir $dir"
 		echo "pidfile $dir/redis.pid"
-		echo "logfile $dir/redis.log"
+		echo "logfile $log"
 		echo "daemonize yes"
 		echo "save \"\""
 		if [ "$mode" = persist ]; then
@@ -53,17 +58,57 @@ start)
 		fi
 	} >"$dir/redis.conf"
 	rm -f "$dir/redis.pid"
+	from=$(($(stat -c %s "$log" 2>/dev/null || echo 0) + 1))
 	redis-server "$dir/redis.conf" ||
-		{ tail -20 "$dir/redis.log" >&2 2>/dev/null || true; die "redis-server did not start on port $port"; }
-	# up to 10 s for the first PONG (an AOF replay after a crash takes a moment)
+		{ tail -20 "$log" >&2 2>/dev/null || true; die "redis-server did not start on port $port"; }
+	# up to 10 s (an AOF replay after a crash takes a moment) until the
+	# server on the port is ours: its process_id is the pidfile's
 	for ((i = 0; i < 200; i++)); do
-		if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null || true)" = PONG ]; then
-			exit 0
+		if tail -c "+$from" "$log" 2>/dev/null | grep -i 'address already in use' >/dev/null; then
+			echo "redis.sh: port $port: address already in use (log: $log)" >&2
+			return 2
+		fi
+		if pid="$(pid_of "$dir/redis.pid")" &&
+			redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null | grep -q "^process_id:$pid"; then
+			return 0
 		fi
 		sleep 0.05
 	done
-	tail -20 "$dir/redis.log" >&2 2>/dev/null || true
-	die "redis-server on port $port did not answer PING within 10 s (log: $dir/redis.log)"
+	tail -20 "$log" >&2 2>/dev/null || true
+	die "redis-server on port $port did not answer within 10 s (log: $log)"
+}
+
+case "$cmd" in
+start)
+	port="" mode=volatile
+	for arg in "${@:3}"; do
+		case "$arg" in
+		"") ;;
+		volatile | persist) mode="$arg" ;;
+		*)
+			[[ "$arg" =~ ^[0-9]+$ ]] && [ "$arg" -ge 1 ] && [ "$arg" -le 65535 ] && [ -z "$port" ] ||
+				die "start takes a port (1-65535) and a mode (persist), got '$arg'"
+			port="$arg"
+			;;
+		esac
+	done
+	[ "$port" != 6379 ] || die "port 6379 belongs to a system redis-server; tests use their own ports"
+	mkdir -p "$dir"
+	dir="$(cd "$dir" && pwd)"
+	[ -n "$port" ] || [ ! -s "$dir/port" ] || port="$(cat "$dir/port")"
+	if [ -n "$port" ]; then
+		start_on "$port" "$mode" || die "redis-server could not bind port $port: address already in use"
+	else
+		for ((try = 1; ; try++)); do
+			port="$(free_port)" || die "no free port for redis-server"
+			rc=0; start_on "$port" "$mode" || rc=$?
+			[ "$rc" -ne 0 ] || break
+			[ "$try" -lt 5 ] || die "redis-server found no free port in 5 tries (the last: $port)"
+		done
+	fi
+	echo "$port" >"$dir/port"
+	echo "$mode" >"$dir/mode"
+	echo "127.0.0.1:$port"
 	;;
 stop)
 	if pid="$(pid_of "$dir/redis.pid")"; then
@@ -80,12 +125,7 @@ kill)
 restart)
 	[ -f "$dir/port" ] || die "$dir holds no server started by redis.sh start"
 	"$0" stop "$dir"
-	mode="$(cat "$dir/mode")"
-	if [ "$mode" = persist ]; then
-		"$0" start "$dir" "$(cat "$dir/port")" persist
-	else
-		"$0" start "$dir" "$(cat "$dir/port")"
-	fi
+	"$0" start "$dir" "$(cat "$dir/port")" "$(cat "$dir/mode")"
 	;;
 *)
 	die "unknown command '$cmd' (start, stop, kill, restart)"

@@ -2,7 +2,8 @@
 # zookeeper.sh -- a throwaway ZooKeeper server on a loopback port, its files in
 # a directory; or one member of a local ensemble.
 #
-#   zookeeper.sh start DIR PORT [ENSEMBLE ID]   start, wait until it serves
+#   zookeeper.sh start DIR [PORT [ENSEMBLE ID]] start; a standalone server: wait until it
+#                                               serves, print its address, 127.0.0.1:PORT
 #   zookeeper.sh stop DIR                       SIGTERM via the pidfile, wait for the exit
 #   zookeeper.sh kill DIR                       SIGKILL (a crash)
 #   zookeeper.sh restart DIR                    stop, then start as before
@@ -11,10 +12,18 @@
 #                                               (a grant broken server-side; zkCli.sh deleteall)
 #
 # ENSEMBLE is the client ports of every member, comma-separated
-# (e.g. 57001,57002,57003), ID this member's 1-based position in it.  Member
+# (e.g. 22001,22002,22003), ID this member's 1-based position in it.  Member
 # N's quorum and election ports are its client port + 100 and + 200 (+ Q and
 # + 2Q with ZK_PEER_OFFSET=Q, for a caller with a narrow port range).  Without
 # ENSEMBLE the server is standalone.
+#
+# Without PORT, start uses DIR/port (and the ensemble of DIR's last start: a
+# server of DIR comes back as it was), or else starts a standalone server on
+# a free port (free_port, scripts/lib/ports.sh) and, when it fails to bind
+# ("address already in use": another server took the port between the check
+# and the bind), on a new one, 5 tries; the port used is written to DIR/port.
+# With PORT, a port in use fails at once, the message saying "address already
+# in use", for a caller that draws its own ports to retry.
 #
 # zoo.cfg: tickTime 200 ms, and session timeouts from minSessionTimeout 400 ms
 # (2 ticks, ZooKeeper's default floor) to maxSessionTimeout 60 s (instead of
@@ -38,7 +47,7 @@ classpath="$ZK_JAR"
 
 cmd="${1:-}"; dir="${2:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] ||
-	die "usage: zookeeper.sh start DIR PORT [ENSEMBLE ID] | stop|kill|restart|mode DIR"
+	die "usage: zookeeper.sh start DIR [PORT [ENSEMBLE ID]] | stop|kill|restart|mode DIR"
 
 
 # four_letter PORT WORD -- the server's answer to a four-letter word, or nothing
@@ -55,16 +64,9 @@ check_port() {
 	[ "$1" -ne 2181 ] || die "port 2181 belongs to a system ZooKeeper; tests use their own ports"
 }
 
-case "$cmd" in
-start)
-	port="${3:-}"; ensemble="${4:-}"; myid="${5:-}"
-	check_port "$port"
-	mkdir -p "$dir/data"
-	dir="$(cd "$dir" && pwd)"
-	claim "$dir/zookeeper.pid" "$port"
-	echo "$port" >"$dir/port"
-	echo "$ensemble" >"$dir/ensemble"
-	echo "$myid" >"$dir/myid-arg"
+# write_config PORT ENSEMBLE ID -- DIR/zoo.cfg (and data/myid of a member)
+write_config() {
+	local port="$1" ensemble="$2" myid="$3" i p
 	{
 		echo "tickTime=200"
 		echo "initLimit=25"
@@ -90,6 +92,20 @@ start)
 			echo "$myid" >"$dir/data/myid"
 		fi
 	} >"$dir/zoo.cfg"
+}
+
+# start_on PORT ENSEMBLE ID -- start the server; 0 once a standalone one
+# serves (a member: once started), 2 if its port is in use (bind race), dies
+# on anything else
+start_on() {
+	local port="$1" ensemble="$2" myid="$3" log="$dir/zookeeper.log" from i
+	claim "$dir/zookeeper.pid"
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		echo "zookeeper.sh: port $port: address already in use (something listens on it)" >&2
+		return 2
+	fi
+	write_config "$port" "$ensemble" "$myid" || exit 1
+	from=$(($(stat -c %s "$log" 2>/dev/null || echo 0) + 1))
 	# a JVM tuned to start fast and stay small.  leaderConnectDelayDuringRetryMs:
 	# a follower of a newly elected leader tries its quorum port 5 times, by
 	# default 100 ms apart; a leader slower than that to open it (a JVM on a
@@ -100,21 +116,54 @@ start)
 		-Dorg.slf4j.simpleLogger.defaultLogLevel=info -Dzookeeper.jmx.log4j.disable=true \
 		-Dzookeeper.leaderConnectDelayDuringRetryMs=500 \
 		-cp "$classpath" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
-		>>"$dir/zookeeper.log" 2>&1 </dev/null &
+		>>"$log" 2>&1 </dev/null &
 	echo $! >"$dir/zookeeper.pid"
 	# a member of an ensemble serves only once a quorum is up: the caller
 	# starts the others and waits itself (mode DIR)
-	[ -z "$ensemble" ] || exit 0
+	[ -z "$ensemble" ] || return 0
 	# up to 20 s for "imok" and a mode (JVM start, snapshot load)
 	for ((i = 0; i < 200; i++)); do
-		pid_of "$dir/zookeeper.pid" >/dev/null || { tail -20 "$dir/zookeeper.log" >&2; die "ZooKeeper on port $port exited"; }
+		if tail -c "+$from" "$log" | grep -i 'address already in use' >/dev/null; then
+			kill -KILL "$(cat "$dir/zookeeper.pid")" 2>/dev/null || true
+			wait_gone "$(cat "$dir/zookeeper.pid")" 10 || true
+			echo "zookeeper.sh: port $port: address already in use (log: $log)" >&2
+			return 2
+		fi
+		pid_of "$dir/zookeeper.pid" >/dev/null || { tail -20 "$log" >&2; die "ZooKeeper on port $port exited (log: $log)"; }
 		if [ "$(four_letter "$port" ruok)" = imok ] && four_letter "$port" srvr | grep -q '^Mode:'; then
-			exit 0
+			return 0
 		fi
 		sleep 0.1
 	done
-	tail -20 "$dir/zookeeper.log" >&2 2>/dev/null || true
-	die "ZooKeeper on port $port did not serve within 20 s (log: $dir/zookeeper.log)"
+	tail -20 "$log" >&2 2>/dev/null || true
+	die "ZooKeeper on port $port did not serve within 20 s (log: $log)"
+}
+
+case "$cmd" in
+start)
+	port="${3:-}"; ensemble="${4:-}"; myid="${5:-}"
+	mkdir -p "$dir/data"
+	dir="$(cd "$dir" && pwd)"
+	if [ -z "$port" ] && [ -s "$dir/port" ]; then
+		port="$(cat "$dir/port")"
+		ensemble="$(cat "$dir/ensemble" 2>/dev/null || true)"
+		myid="$(cat "$dir/myid-arg" 2>/dev/null || true)"
+	fi
+	if [ -n "$port" ]; then
+		check_port "$port"
+		start_on "$port" "$ensemble" "$myid" || die "ZooKeeper could not bind port $port: address already in use"
+	else
+		for ((try = 1; ; try++)); do
+			port="$(free_port)" || die "no free port for ZooKeeper"
+			rc=0; start_on "$port" "" "" || rc=$?
+			[ "$rc" -ne 0 ] || break
+			[ "$try" -lt 5 ] || die "ZooKeeper found no free port in 5 tries (the last: $port)"
+		done
+	fi
+	echo "$port" >"$dir/port"
+	echo "$ensemble" >"$dir/ensemble"
+	echo "$myid" >"$dir/myid-arg"
+	[ -n "$ensemble" ] || echo "127.0.0.1:$port"
 	;;
 stop | kill)
 	if pid="$(pid_of "$dir/zookeeper.pid")"; then
@@ -130,7 +179,7 @@ stop | kill)
 restart)
 	[ -f "$dir/port" ] || die "$dir holds no server started by zookeeper.sh start"
 	"$0" stop "$dir"
-	"$0" start "$dir" "$(cat "$dir/port")" $(cat "$dir/ensemble") $(cat "$dir/myid-arg")
+	"$0" start "$dir"
 	;;
 mode)
 	[ -f "$dir/port" ] || die "$dir holds no server started by zookeeper.sh start"

@@ -3,8 +3,9 @@
 # sources and the code `advise --emit cpp` prints.
 # advise_emit_test.cpp compiles the code `advise --emit cpp` prints with this
 # compiler against the libraries of this build tree, runs it against real
-# servers (the test database of PG* and redis-servers it starts on ports
-# 56390-56393), and needs the flags a user's build would have.
+# servers (the test database of PG* and the redis-servers, etcd member and
+# ZooKeeper server it starts itself, on ports it draws free), and needs the
+# flags a user's build would have.
 pkg_check_modules(ADVISE_LIBPQ REQUIRED libpq)
 set(ADVISE_EMIT_LIBS $<TARGET_FILE:pglease> ${PQXX_LDFLAGS} ${ADVISE_LIBPQ_LDFLAGS} -pthread)
 set(ADVISE_EMIT_FLAGS -std=c++17 ${PQXX_CFLAGS})

@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# cli_lease.sh NAME URL START-CMD STOP-CMD [run-only] -- `pglease run/acquire/renew/release
-# --dsn URL` for a provider with fencing tokens, against its real server
-# (already started; START-CMD and STOP-CMD restart and stop it): the command
-# gets PGLEASE_TOKEN and tokens strictly increase across runs, a held
-# resource exits 75 after --wait, a lease lost because the server stopped
-# exits 76, renew/release by token work and a second release exits 76 (etcd:
-# a renew asking for more than the lease's granted TTL exits 64 and leaves the
-# lease's TTL as it was: etcd cannot change it).  With
-# run-only (a provider whose grant is its session's, ZooKeeper), acquire must
-# be refused as a usage error (64) instead: its grant would end with it.
+# cli_lease.sh NAME SCRIPT DIR [run-only] -- `pglease run/acquire/renew/release
+# --dsn NAME://127.0.0.1:PORT` for a provider with fencing tokens, against its
+# real server: the one SCRIPT (scripts/etcd.sh or zookeeper.sh) started in DIR
+# (a CTest fixture, tests/lib/server_fixture.sh), on the port in DIR/port
+# (`SCRIPT stop DIR` and `SCRIPT start DIR` stop it and bring it back on that
+# port).  The command gets PGLEASE_TOKEN and tokens strictly increase across
+# runs, a held resource exits 75 after --wait, a lease lost because the server
+# stopped exits 76, renew/release by token work and a second release exits 76
+# (etcd: a renew asking for more than the lease's granted TTL exits 64 and
+# leaves the lease's TTL as it was: etcd cannot change it).  With run-only (a
+# provider whose grant is its session's, ZooKeeper), acquire must be refused
+# as a usage error (64) instead: its grant would end with it.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
-NAME="$1" URL="$2" START="$3" STOP="$4" MODE="${5:-tokens}"
+[ $# -ge 3 ] || die "usage: cli_lease.sh NAME SCRIPT DIR [run-only]"
+NAME="$1" SCRIPT="$2" DIR="$3" MODE="${4:-tokens}"
+[ -s "$DIR/port" ] || { echo "not ok - cli_lease $NAME: no server in $DIR (its fixture, $SCRIPT start $DIR, did not run)"; exit 1; }
+URL="$NAME://127.0.0.1:$(cat "$DIR/port")"
+START="$SCRIPT start $DIR" STOP="$SCRIPT stop $DIR"
 PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
 [ -x "$PGLEASE" ] || { echo "not ok - cli_lease $NAME: no $PGLEASE (make client)"; exit 1; }
 R="cli/$NAME/$$"

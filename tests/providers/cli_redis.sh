@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli_redis.sh -- `pglease run/acquire/renew/release --dsn redis://...` and
 # `--dsn redlock://...` behave like the PostgreSQL ones, against real
-# redis-servers (scripts/redis.sh, ports 56410-56413): the command runs with
+# redis-servers (scripts/redis.sh, each on a port drawn free when it starts,
+# read from its directory's port file): the command runs with
 # PGLEASE_TOKEN, a held resource exits 75 after --wait, a lease lost because
 # the server stopped exits 76, renew/release by token work for Redis and are
 # refused for Redlock (no tokens); issue 19: no password is ever printed, a
@@ -16,10 +17,10 @@ REDIS="$ROOT/scripts/redis.sh"
 WORK="$(mktemp -d /tmp/pglease_cli_redis.XXXXXX)"
 on_exit 'for d in "$WORK"/r*; do "$REDIS" kill "$d" >/dev/null 2>&1 || true; done; rm -rf "$WORK"'
 
-"$REDIS" start "$WORK/r0" 56410 >/dev/null
-for p in 56411 56412 56413; do "$REDIS" start "$WORK/r$p" "$p" >/dev/null; done
-URL=redis://127.0.0.1:56410
-LOCK=redlock://127.0.0.1:56411,127.0.0.1:56412,127.0.0.1:56413
+URL="redis://$("$REDIS" start "$WORK/r0")"
+NODES=""
+for n in 1 2 3; do NODES="${NODES:+$NODES,}$("$REDIS" start "$WORK/r$n")"; done
+LOCK="redlock://$NODES"
 
 # run: the command gets the token, and the lease is released after it
 out="$("$PGLEASE" run --dsn "$URL" --resource cli/a --ttl 5s -- sh -c 'echo "$PGLEASE_TOKEN $PGLEASE_RESOURCE"')"
@@ -46,7 +47,7 @@ start=$(date +%s%N)
 took=$((($(date +%s%N) - start) / 1000000))
 expect "redis_run_lost_when_server_stops_exits_76" "exit $rc after $took ms" '[ "$rc" -eq 76 ] && [ "$took" -lt 6000 ]'
 wait
-"$REDIS" start "$WORK/r0" 56410 >/dev/null
+"$REDIS" start "$WORK/r0" >/dev/null # on its port again
 
 # acquire / renew / release by token
 token="$("$PGLEASE" acquire --dsn "$URL" --resource cli/tok --ttl 10s)"
@@ -67,9 +68,8 @@ expect "redlock_acquire_by_token_refused_64" "exit $rc" '[ "$rc" -eq 64 ]'
 # issue 19: a password in the URL is refused (no AUTH yet) without being
 # printed; a database the server does not have is a usage error, not internal
 n=0
-for dsn in 'redis://alice:s3cr3tPW@127.0.0.1:56410' 'redis://s3cr3tPW@127.0.0.1:56410/2' \
-	'redis://alice:s3/cr3tPW@127.0.0.1:56410' \
-	'redlock://alice:s3cr3tPW@127.0.0.1:56411,127.0.0.1:56412,127.0.0.1:56413'; do
+for dsn in "redis://alice:s3cr3tPW@${URL#redis://}" "redis://s3cr3tPW@${URL#redis://}/2" \
+	"redis://alice:s3/cr3tPW@${URL#redis://}" "redlock://alice:s3cr3tPW@$NODES"; do
 	n=$((n + 1))
 	rc=0; msg="$("$PGLEASE" run --dsn "$dsn" --resource cli/pw --ttl 5s -- true 2>&1)" || rc=$?
 	expect "password_never_printed_$n" "exit $rc: $msg" '[ "$rc" -eq 64 ] && ! grep -qE "s3cr3|cr3tPW" <<<"$msg"'

@@ -3,8 +3,9 @@
 # (tests/client/conformance_test.cpp) against real servers: PostgreSQL (the
 # cluster of PGLEASE_CLUSTER, database pglease_client: the CTest fixture
 # pg_preload), one Redis server, three independent ones for Redlock, one
-# etcd member and one standalone ZooKeeper server, started here and stopped
-# at exit.  Each provider is named in PGLEASE_CONFORMANCE with the commands
+# etcd member and one standalone ZooKeeper server, started here (each on a
+# port drawn free when it starts; a restart brings it back on that port) and
+# stopped at exit.  Each provider is named in PGLEASE_CONFORMANCE with the commands
 # that stop, start and break it.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -19,26 +20,26 @@ on_exit 'for d in "$WORK"/redis-*/; do "$REDIS" kill "$d" >/dev/null 2>&1 || tru
 	"$ZK" kill "$WORK/zookeeper" >/dev/null 2>&1 || true'
 
 nodes="" stop3="" start3="" del3=""
-"$REDIS" start "$WORK/redis-single" 56400 >/dev/null
-for p in 56401 56402 56403; do
-	"$REDIS" start "$WORK/redis-$p" "$p" >/dev/null
-	nodes="${nodes:+$nodes,}127.0.0.1:$p"
+redis="$("$REDIS" start "$WORK/redis-single")"
+for n in 1 2 3; do
+	node="$("$REDIS" start "$WORK/redis-$n")"
+	nodes="${nodes:+$nodes,}$node"
 	# no ';' inside a command: it separates the entries
-	stop3="$stop3 $REDIS stop $WORK/redis-$p >/dev/null &&"
-	start3="$start3 $REDIS start $WORK/redis-$p $p >/dev/null &&"
-	del3="$del3 redis-cli -p $p DEL 'pglease:lock:{resource}' >/dev/null &&"
+	stop3="$stop3 $REDIS stop $WORK/redis-$n >/dev/null &&"
+	start3="$start3 $REDIS start $WORK/redis-$n >/dev/null &&"
+	del3="$del3 redis-cli -p ${node##*:} DEL 'pglease:lock:{resource}' >/dev/null &&"
 done
 # etcd: one member; break deletes the resource's lock keys (prefix range) through the gateway
-"$ETCD" start "$WORK/etcd" 56520 >/dev/null
+etcd="$("$ETCD" start "$WORK/etcd")"
 # ZooKeeper: break = zookeeper.sh break, zkCli.sh deleteall of the
 # resource's folder of lock nodes (no '|' inside a command either)
-"$ZK" start "$WORK/zookeeper" 57020 >/dev/null
+zookeeper="$("$ZK" start "$WORK/zookeeper")"
 
 mode="$(cat "$PGLEASE_CLUSTER/mode")"
 PGLEASE_CONFORMANCE="postgres|dbname=pglease_client|$CLUSTER stop $PGLEASE_CLUSTER|$CLUSTER start $PGLEASE_CLUSTER $mode|psql -X -q -d pglease_client -c \"SELECT lease.break('{resource}')\" >/dev/null"
-PGLEASE_CONFORMANCE+=";redis|redis://127.0.0.1:56400|$REDIS stop $WORK/redis-single >/dev/null|$REDIS start $WORK/redis-single 56400 >/dev/null|redis-cli -p 56400 DEL 'pglease:lock:{resource}' >/dev/null"
+PGLEASE_CONFORMANCE+=";redis|redis://$redis|$REDIS stop $WORK/redis-single >/dev/null|$REDIS start $WORK/redis-single >/dev/null|redis-cli -p ${redis##*:} DEL 'pglease:lock:{resource}' >/dev/null"
 PGLEASE_CONFORMANCE+=";redlock|redlock://$nodes|$stop3 true|$start3 true|$del3 true"
-PGLEASE_CONFORMANCE+=";etcd|etcd://127.0.0.1:56520|$ETCD stop $WORK/etcd >/dev/null|$ETCD start $WORK/etcd 56520 >/dev/null|ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:56520 del --prefix 'pglease/lock/{resource}/' >/dev/null"
-PGLEASE_CONFORMANCE+=";zookeeper|zookeeper://127.0.0.1:57020|$ZK stop $WORK/zookeeper >/dev/null|$ZK start $WORK/zookeeper 57020 >/dev/null|$ZK break $WORK/zookeeper '{resource}'"
+PGLEASE_CONFORMANCE+=";etcd|etcd://$etcd|$ETCD stop $WORK/etcd >/dev/null|$ETCD start $WORK/etcd >/dev/null|ETCDCTL_API=3 etcdctl --endpoints=$etcd del --prefix 'pglease/lock/{resource}/' >/dev/null"
+PGLEASE_CONFORMANCE+=";zookeeper|zookeeper://$zookeeper|$ZK stop $WORK/zookeeper >/dev/null|$ZK start $WORK/zookeeper >/dev/null|$ZK break $WORK/zookeeper '{resource}'"
 export PGLEASE_CONFORMANCE
 "$TEST"

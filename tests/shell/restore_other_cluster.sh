@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 bindir="$(pg_config --bindir)"
 mode="$(cat "$PGLEASE_CLUSTER/mode")"
-port_a="${PGLEASE_TEST_PORT:-54329}"
+port_a="${PGLEASE_TEST_PORT:-5432}" # socket names (scripts/cluster.sh), each in its cluster's directory
 port_b=$((port_a + 1))
 other="$PGLEASE_CLUSTER-restore"
 dump="$(mktemp)"
