@@ -58,7 +58,7 @@ ha:
 	scripts/ha.sh
 
 # Every provider and baseline, every scenario, one interleaved run (bench/results/latest.{md,json,svg});
-# ports 60000-60031 (PGLEASE_BENCH_PORT_BASE)
+# (its servers on free loopback ports, the clusters on Unix sockets)
 bench:
 	bench/run.sh
 
