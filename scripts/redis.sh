@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # redis.sh -- a throwaway redis-server on a loopback port, its files in a directory.
 #
-#   redis.sh start DIR [PORT] [persist]  start (persist: AOF with appendfsync always);
-#                                        prints its address, 127.0.0.1:PORT
+#   redis.sh start DIR [PORT] [persist] [NAME=VALUE...]
+#                                        start (persist: AOF with appendfsync always;
+#                                        each NAME=VALUE one more redis.conf line
+#                                        "NAME VALUE", e.g. requirepass=PW: clients
+#                                        must AUTH); prints its address, 127.0.0.1:PORT
 #   redis.sh stop DIR                    SIGTERM via the pidfile, wait for the exit
 #   redis.sh kill DIR                    SIGKILL (a crash: nothing flushed on the way out)
-#   redis.sh restart DIR                 stop, then start with the same port and mode
+#   redis.sh restart DIR                 stop, then start with the same port, mode and lines
 #
 # Without PORT, start uses the port in DIR/port (a server of DIR started
 # before comes back on its port), or else draws a free one (free_port,
@@ -31,7 +34,26 @@ command -v redis-cli >/dev/null 2>&1 ||
 	die "redis-cli not found: install redis-tools (scripts/install-deps.sh)"
 
 cmd="${1:-}"; dir="${2:-}"
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: redis.sh start DIR [PORT] [persist] | stop|kill|restart DIR"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: redis.sh start DIR [PORT] [persist] [NAME=VALUE...] | stop|kill|restart DIR"
+
+# extra_lines NAME=VALUE... -- the redis.conf lines they stand for; a name is
+# lower-case letters and '-', a value one word (no space, no quote)
+extra_lines() {
+	local option
+	for option in "$@"; do
+		[[ "$option" =~ ^([a-z][a-z-]*)=([^[:space:]\"\']+)$ ]] ||
+			die "option '${option%%=*}=...' is not NAME=VALUE (NAME: a redis.conf directive, VALUE: one word)"
+		echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+	done
+}
+
+# cli PORT ARGS... -- redis-cli to the server on PORT, with its requirepass if it has one
+cli() {
+	local port="$1" pw
+	shift
+	pw="$(sed -n 's/^requirepass=//p' "$dir/options" 2>/dev/null | tail -1)"
+	REDISCLI_AUTH="$pw" redis-cli --no-auth-warning -h 127.0.0.1 -p "$port" "$@"
+}
 
 # start_on PORT MODE -- write DIR's config for PORT and start redis-server;
 # 0 once it answers, 2 if the port is in use (bind race), dies on anything else
@@ -56,6 +78,7 @@ start_on() {
 		else
 			echo "appendonly no"
 		fi
+		[ -z "$extra" ] || echo "$extra"
 	} >"$dir/redis.conf"
 	rm -f "$dir/redis.pid"
 	from=$(($(stat -c %s "$log" 2>/dev/null || echo 0) + 1))
@@ -69,7 +92,7 @@ start_on() {
 			return 2
 		fi
 		if pid="$(pid_of "$dir/redis.pid")" &&
-			redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null | grep -q "^process_id:$pid"; then
+			cli "$port" info server 2>/dev/null | grep -q "^process_id:$pid"; then
 			return 0
 		fi
 		sleep 0.05
@@ -80,11 +103,12 @@ start_on() {
 
 case "$cmd" in
 start)
-	port="" mode=volatile
+	port="" mode=volatile options=()
 	for arg in "${@:3}"; do
 		case "$arg" in
 		"") ;;
 		volatile | persist) mode="$arg" ;;
+		*=*) options+=("$arg") ;;
 		*)
 			[[ "$arg" =~ ^[0-9]+$ ]] && [ "$arg" -ge 1 ] && [ "$arg" -le 65535 ] && [ -z "$port" ] ||
 				die "start takes a port (1-65535) and a mode (persist), got '$arg'"
@@ -93,8 +117,10 @@ start)
 		esac
 	done
 	[ "$port" != 6379 ] || die "port 6379 belongs to a system redis-server; tests use their own ports"
+	extra="$(extra_lines "${options[@]}")"
 	mkdir -p "$dir"
 	dir="$(cd "$dir" && pwd)"
+	printf '%s\n' "${options[@]}" >"$dir/options"
 	[ -n "$port" ] || [ ! -s "$dir/port" ] || port="$(cat "$dir/port")"
 	if [ -n "$port" ]; then
 		start_on "$port" "$mode" || die "redis-server could not bind port $port: address already in use"
@@ -125,7 +151,8 @@ kill)
 restart)
 	[ -f "$dir/port" ] || die "$dir holds no server started by redis.sh start"
 	"$0" stop "$dir"
-	"$0" start "$dir" "$(cat "$dir/port")" "$(cat "$dir/mode")"
+	mapfile -t options < <(grep -v '^$' "$dir/options" 2>/dev/null || true)
+	"$0" start "$dir" "$(cat "$dir/port")" "$(cat "$dir/mode")" "${options[@]}"
 	;;
 *)
 	die "unknown command '$cmd' (start, stop, kill, restart)"

@@ -396,7 +396,7 @@ TEST(RedisUrl, rejects_malformed_urls_with_what_is_wrong)
 	    {"redis://", "no host:port"},
 	    {"redis://h:1/x", "database"},
 	    {"redis://h:1,g:2", "use redlock://"},
-	    {"redis://user:pw@h:1", "credentials"},
+	    {"redis://pw@h:1", "credentials"},
 	    {"redis://a b:1", "host \"a b\""},
 	    {"redis://127.0.0.1 :27201", "host \"127.0.0.1 \""},
 	    {"redis:// h:1", "host"},
@@ -435,17 +435,18 @@ TEST(RedisUrl, rejects_malformed_urls_with_what_is_wrong)
 
 TEST(RedisUrl, no_error_message_shows_a_password)
 {
-	// credentials are refused (no AUTH yet), but a message quoting the URL
-	// would print the password to a log or a terminal
+	// each URL is refused (something after its credentials is malformed),
+	// and a message quoting the URL would print the password to a log or a
+	// terminal
 	const char *urls[] = {
-	    "redis://alice:s3cr3tPW@127.0.0.1:6400", "redis://:s3cr3tPW@127.0.0.1:6400/2",
-	    "redis://s3cr3tPW@127.0.0.1:6400",       "redis://alice:s3cr3tPW@127.0.0.1",
-	    "redis://alice:s3cr3tPW@:6400",          "redis://alice:s3cr3tPW@h:0",
-	    "redis://alice:s3/cr3tPW@h:1/0",         "redis://alice:s3,cr3tPW@h:1",
-	    "redis://alice:s3@cr3tPW@h:1",           "redis://alice:s3cr3tPW@h:1?x=1",
-	    "redis://h:1?password=s3cr3tPW",         "redis://h:1#s3cr3tPW",
-	    "redlock://alice:s3cr3tPW@a:1,b:2,c:3",  "redlock://a:1,alice:s3cr3tPW@b:2,c:3",
-	    "rediss://alice:s3cr3tPW@h:1",
+	    "redis://alice:s3cr3tPW@127.0.0.1:0", "redis://:s3cr3tPW@127.0.0.1:6400/x",
+	    "redis://s3cr3tPW@127.0.0.1:6400",    "redis://alice:s3cr3tPW@127.0.0.1",
+	    "redis://alice:s3cr3tPW@:6400",       "redis://alice:s3cr3tPW@h:0",
+	    "redis://alice:s3/cr3tPW@h:1/0/1",    "redis://alice:s3,cr3tPW@h",
+	    "redis://alice:s3@cr3tPW@h:1,g:2",    "redis://alice:s3cr3tPW@h:1?x=1",
+	    "redis://h:1?password=s3cr3tPW",      "redis://h:1#s3cr3tPW",
+	    "redlock://alice:s3cr3tPW@a:1,b:2",   "redlock://a:1,alice:s3cr3tPW@b:2,c:3",
+	    "rediss://alice:s3cr3tPW@h:1",        "redis://alice:s3%ZZcr3tPW@h:1",
 	};
 	for (const char *url : urls) {
 		auto target = parse_url(url);

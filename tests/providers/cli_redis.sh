@@ -5,7 +5,7 @@
 # read from its directory's port file): the command runs with
 # PGLEASE_TOKEN, a held resource exits 75 after --wait, a lease lost because
 # the server stopped exits 76, renew/release by token work for Redis and are
-# refused for Redlock (no tokens); issue 19: no password is ever printed, a
+# refused for Redlock (no tokens); issues 19, 22: no password is ever printed, a
 # missing database and a TTL above the maximum are usage errors (64), and
 # durations near the clock's end (2600000h) work.
 set -euo pipefail
@@ -65,14 +65,16 @@ expect "redlock_run_token_is_0" "output '$out'" '[ "$out" = 0 ]'
 rc=0; "$PGLEASE" acquire --dsn "$LOCK" --resource cli/rl --ttl 5s >/dev/null 2>&1 || rc=$?
 expect "redlock_acquire_by_token_refused_64" "exit $rc" '[ "$rc" -eq 64 ]'
 
-# issue 19: a password in the URL is refused (no AUTH yet) without being
-# printed; a database the server does not have is a usage error, not internal
+# issue 19/22: a password is never printed: credentials these servers (no
+# password) refuse exit 77 (permission), malformed ones 64 (usage)
 n=0
-for dsn in "redis://alice:s3cr3tPW@${URL#redis://}" "redis://s3cr3tPW@${URL#redis://}/2" \
-	"redis://alice:s3/cr3tPW@${URL#redis://}" "redlock://alice:s3cr3tPW@$NODES"; do
-	n=$((n + 1))
+for case in "77 redis://alice:s3cr3tPW@${URL#redis://}" "64 redis://s3cr3tPW@${URL#redis://}/2" \
+	"77 redis://alice:s3/cr3tPW@${URL#redis://}" "77 redis://:s3cr3tPW@${URL#redis://}" \
+	"77 redlock://alice:s3cr3tPW@$NODES"; do
+	n=$((n + 1)); want="${case%% *}"; dsn="${case#* }"
 	rc=0; msg="$("$PGLEASE" run --dsn "$dsn" --resource cli/pw --ttl 5s -- true 2>&1)" || rc=$?
-	expect "password_never_printed_$n" "exit $rc: $msg" '[ "$rc" -eq 64 ] && ! grep -qE "s3cr3|cr3tPW" <<<"$msg"'
+	expect "password_never_printed_$n" "exit $rc (want $want): $msg" \
+		'[ "$rc" -eq "$want" ] && ! grep -qE "s3cr3|cr3tPW" <<<"$msg"'
 done
 rc=0; msg="$("$PGLEASE" run --dsn "$URL/16" --resource cli/db --ttl 5s -- true 2>&1)" || rc=$?
 expect "redis_missing_database_exits_64" "exit $rc: $msg" '[ "$rc" -eq 64 ] && grep -q "database 16" <<<"$msg"'

@@ -152,22 +152,23 @@ error_from_reply(const Reply &reply, const Endpoint &endpoint)
 	if (code == "LOADING" || code == "BUSY" || code == "READONLY" || code == "MASTERDOWN" ||
 	    code == "TRYAGAIN" || code == "CLUSTERDOWN")
 		errc = Errc::unavailable;
-	else if (code == "NOAUTH" || code == "WRONGPASS" || code == "NOPERM")
+	else if (code == "NOAUTH" || code == "WRONGPASS" || code == "NOPERM" ||
+	         text.find("The user executing the script can't") != std::string_view::npos)
 		errc = Errc::permission;
 	return Error{errc, "", "redis " + to_string(endpoint) + ": " + std::string(text)};
 }
 
 Script::Script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
 
-Connection::Connection(Endpoint endpoint, Timeouts timeouts, int db) noexcept
-    : endpoint_(std::move(endpoint)), timeouts_(timeouts), db_(db)
+Connection::Connection(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials) noexcept
+    : endpoint_(std::move(endpoint)), timeouts_(timeouts), db_(db), credentials_(std::move(credentials))
 {
 }
 
 Result<Connection>
-Connection::open(Endpoint endpoint, Timeouts timeouts, int db) noexcept
+Connection::open(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials) noexcept
 {
-	Connection connection(std::move(endpoint), timeouts, db);
+	Connection connection(std::move(endpoint), timeouts, db, std::move(credentials));
 	if (auto connected = connection.connect(); !connected)
 		return connected.error();
 	return connection;
@@ -222,28 +223,71 @@ Connection::connect() noexcept
 			context_.reset();
 			return error;
 		}
-		if (db_ != 0) {
-			std::string db = std::to_string(db_);
-			auto selected = command({"SELECT", db});
-			if (!selected)
-				return selected.error();
-			if (selected->is_error()) {
-				Error error = error_from_reply(*selected, endpoint_);
-				// the URL's /db is not a database of this server
-				// (databases in redis.conf, 16 by default): the
-				// request is wrong, retrying will not help
-				if (selected->text.find("out of range") != std::string::npos)
-					error = Error{Errc::invalid_argument, "",
-					              "redis " + to_string(endpoint_) + ": database " + db +
-					                  " does not exist on this server (" + selected->text +
-					                  "; see databases in redis.conf)"};
-				context_.reset();
-				return error;
-			}
+		if (auto authenticated = authenticate(); !authenticated) {
+			context_.reset();
+			return authenticated.error();
+		}
+		if (auto selected = select(); !selected) {
+			context_.reset();
+			return selected.error();
 		}
 		return {};
 	} catch (const std::bad_alloc &) {
 		context_.reset();
+		return out_of_memory();
+	}
+}
+
+// authenticate -- AUTH [user] password when credentials are given.  Every
+// error reply is a refusal of the credentials (WRONGPASS; "ERR AUTH <password>
+// called without any password configured" from a server without one): no
+// retry can help, so Errc::permission, and the message quotes the server's
+// reply, which never repeats the password.
+Result<void>
+Connection::authenticate() noexcept
+{
+	if (!credentials_.given())
+		return {};
+	auto reply = credentials_.user.empty() ? command({"AUTH", credentials_.password})
+	                                       : command({"AUTH", credentials_.user, credentials_.password});
+	if (!reply)
+		return reply.error();
+	if (!reply->is_error())
+		return {};
+	try {
+		std::string who =
+		    credentials_.user.empty() ? "the default user" : "user \"" + credentials_.user + "\"";
+		return Error{Errc::permission, "",
+		             "redis " + to_string(endpoint_) + ": authentication as " + who +
+		                 " refused: " + reply->text};
+	} catch (const std::bad_alloc &) {
+		return out_of_memory();
+	}
+}
+
+// select -- SELECT db when it is not 0
+Result<void>
+Connection::select() noexcept
+{
+	if (db_ == 0)
+		return {};
+	try {
+		std::string db = std::to_string(db_);
+		auto selected = command({"SELECT", db});
+		if (!selected)
+			return selected.error();
+		if (!selected->is_error())
+			return {};
+		// the URL's /db is not a database of this server (databases in
+		// redis.conf, 16 by default): the request is wrong, retrying will
+		// not help
+		if (selected->text.find("out of range") != std::string::npos)
+			return Error{Errc::invalid_argument, "",
+			             "redis " + to_string(endpoint_) + ": database " + db +
+			                 " does not exist on this server (" + selected->text +
+			                 "; see databases in redis.conf)"};
+		return error_from_reply(*selected, endpoint_);
+	} catch (const std::bad_alloc &) {
 		return out_of_memory();
 	}
 }
@@ -365,9 +409,10 @@ Connection::eval(const Script &script, const std::vector<std::string_view> &keys
 }
 
 Result<Subscriber>
-Subscriber::open(Endpoint endpoint, Timeouts timeouts, std::string_view channel) noexcept
+Subscriber::open(Endpoint endpoint, Timeouts timeouts, std::string_view channel,
+                 Credentials credentials) noexcept
 {
-	auto connection = Connection::open(std::move(endpoint), timeouts);
+	auto connection = Connection::open(std::move(endpoint), timeouts, 0, std::move(credentials));
 	if (!connection)
 		return connection.error();
 	auto confirmed = connection->command({"SUBSCRIBE", channel});

@@ -57,7 +57,10 @@ struct Reply {
 
 /// The Error for an error reply of endpoint: Errc::unavailable for the
 /// transient ones (LOADING, BUSY, READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN),
-/// Errc::permission for NOAUTH / WRONGPASS / NOPERM, Errc::internal otherwise.
+/// Errc::permission for NOAUTH / WRONGPASS / NOPERM and for a script whose
+/// user may not run one of its commands or reach one of its keys (Redis 7
+/// answers those "ERR The user executing the script can't ..."),
+/// Errc::internal otherwise.
 [[nodiscard]] Error error_from_reply(const Reply &reply, const Endpoint &endpoint);
 
 /// A Lua script and its SHA-1 (computed locally: the same name on every node).
@@ -79,14 +82,18 @@ struct ContextDeleter {
 /// One blocking connection to one node.  Not thread-safe: one user at a time.
 class Connection {
 public:
-	/// Connect (bounded by timeouts.connect) and SELECT db when it is not 0.
-	[[nodiscard]] static Result<Connection> open(Endpoint endpoint, Timeouts timeouts, int db = 0) noexcept;
+	/// Connect (bounded by timeouts.connect), AUTH when credentials are
+	/// given, then SELECT db when it is not 0.  A refused AUTH (any error
+	/// reply: WRONGPASS, or a server without a password) is Errc::permission,
+	/// whose message shows the server's words, never the password.
+	[[nodiscard]] static Result<Connection> open(Endpoint endpoint, Timeouts timeouts, int db = 0,
+	                                             Credentials credentials = {}) noexcept;
 
 	/// False after an I/O error, timeout or EOF: reconnect() before the next command.
 	[[nodiscard]] bool usable() const noexcept;
 	[[nodiscard]] const Endpoint &endpoint() const noexcept { return endpoint_; }
 
-	/// A fresh connection to the same node, same timeouts and db.
+	/// A fresh connection to the same node, same timeouts, credentials and db.
 	[[nodiscard]] Result<void> reconnect() noexcept;
 
 	/// Bound each later command by timeout instead (Redlock's per-node
@@ -108,8 +115,10 @@ public:
 
 private:
 	friend class Subscriber;
-	Connection(Endpoint endpoint, Timeouts timeouts, int db) noexcept;
+	Connection(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials) noexcept;
 	Result<void> connect() noexcept;
+	Result<void> authenticate() noexcept;
+	Result<void> select() noexcept;
 	Result<Reply> run(const std::string_view *argv, std::size_t argc) noexcept;
 	Result<void> until(std::chrono::steady_clock::time_point deadline) noexcept;
 	Error io_error(std::string_view what) noexcept;
@@ -117,6 +126,7 @@ private:
 	Endpoint endpoint_;
 	Timeouts timeouts_;
 	int db_ = 0;
+	Credentials credentials_;
 	std::unique_ptr<redisContext, ContextDeleter> context_;
 };
 
@@ -130,8 +140,11 @@ struct Message {
 /// publishes a release instead of polling until the next retry.
 class Subscriber {
 public:
+	/// (With credentials: AUTH as Connection::open does; no SELECT, pub/sub
+	/// channels belong to no database.)
 	[[nodiscard]] static Result<Subscriber> open(Endpoint endpoint, Timeouts timeouts,
-	                                             std::string_view channel) noexcept;
+	                                             std::string_view channel,
+	                                             Credentials credentials = {}) noexcept;
 
 	/// The next message, or std::nullopt when none came within timeout (not an
 	/// error: the subscription stays usable).  An I/O error or EOF is

@@ -12,6 +12,8 @@ namespace {
 
 constexpr std::string_view redis_scheme = "redis://";
 constexpr std::string_view redlock_scheme = "redlock://";
+constexpr std::string_view tls_scheme = "rediss://";
+constexpr std::string_view sentinel_scheme = "redis+sentinel://";
 constexpr std::size_t redlock_min_nodes = 3;
 
 // masked -- the URL as an error message may show it: never a password.  What
@@ -57,22 +59,93 @@ parse_decimal(std::string_view s, long max)
 	return value <= max ? value : -1;
 }
 
+// hex_value -- a hex digit's value, or -1
+int
+hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+// decoded -- s with its %XX escapes decoded; false when a '%' is not
+// followed by two hex digits
+bool
+decoded(std::string_view s, std::string &out)
+{
+	out.clear();
+	for (std::size_t i = 0; i < s.size(); i++) {
+		if (s[i] != '%') {
+			out += s[i];
+			continue;
+		}
+		int high = i + 2 < s.size() ? hex_value(s[i + 1]) : -1;
+		int low = high < 0 ? -1 : hex_value(s[i + 2]);
+		if (low < 0)
+			return false;
+		out += static_cast<char>(high * 16 + low);
+		i += 2;
+	}
+	return true;
+}
+
+// credentials_of -- "[user]:password" (the userinfo before the last '@');
+// no message quotes any part of it
+Result<Credentials>
+credentials_of(std::string_view url, std::string_view userinfo)
+{
+	auto colon = userinfo.find(':');
+	if (colon == std::string_view::npos)
+		return bad_url(url, "credentials must be [user]:password@ (a ':' before the password; "
+		                    "redis://:password@host:port for the default user)");
+	Credentials c;
+	if (!decoded(userinfo.substr(0, colon), c.user) || !decoded(userinfo.substr(colon + 1), c.password))
+		return bad_url(url, "a '%' in the credentials is not followed by two hex digits "
+		                    "(write '%' as %25)");
+	if (c.password.empty())
+		return bad_url(url, "the password is empty (leave out the credentials for a server "
+		                    "without a password)");
+	return c;
+}
+
+// after_scheme -- the URL after its scheme, and whether it is redlock://;
+// rediss:// and redis+sentinel:// are named as not supported yet
+Result<std::string_view>
+after_scheme(std::string_view url, bool &redlock)
+{
+	redlock = url.substr(0, redlock_scheme.size()) == redlock_scheme;
+	if (redlock)
+		return url.substr(redlock_scheme.size());
+	if (url.substr(0, redis_scheme.size()) == redis_scheme)
+		return url.substr(redis_scheme.size());
+	if (url.substr(0, tls_scheme.size()) == tls_scheme)
+		return bad_url(url, "the scheme rediss:// (Redis over TLS) is not supported yet");
+	if (url.substr(0, sentinel_scheme.size()) == sentinel_scheme)
+		return bad_url(url, "the scheme redis+sentinel:// (Redis Sentinel) is not supported yet");
+	return bad_url(url, "the scheme must be redis:// or redlock://");
+}
+
 Result<Target>
 parse(std::string_view url)
 {
 	Target target;
-	std::string_view rest;
-	if (url.substr(0, redis_scheme.size()) == redis_scheme) {
-		rest = url.substr(redis_scheme.size());
-	} else if (url.substr(0, redlock_scheme.size()) == redlock_scheme) {
-		target.redlock = true;
-		rest = url.substr(redlock_scheme.size());
-	} else {
-		return bad_url(url, "the scheme must be redis:// or redlock://");
+	auto after = after_scheme(url, target.redlock);
+	if (!after)
+		return after.error();
+	std::string_view rest = *after;
+	// before anything quotes a part of the URL: userinfo may hold a password,
+	// and a password may hold '@', so the last '@' ends it
+	if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+		auto credentials = credentials_of(url, rest.substr(0, at));
+		if (!credentials)
+			return credentials.error();
+		target.credentials = std::move(*credentials);
+		rest.remove_prefix(at + 1);
 	}
-	// before anything quotes a part of the URL: userinfo may hold a password
-	if (rest.find('@') != std::string_view::npos)
-		return bad_url(url, "credentials in the URL are not supported (no AUTH yet)");
 	if (rest.find_first_of("?#") != std::string_view::npos)
 		return bad_url(url, "query strings and fragments are not supported");
 	auto slash = rest.find('/');

@@ -1,5 +1,5 @@
-// redis/endpoint.hpp -- where the Redis providers connect: the nodes of a
-// redis:// or redlock:// URL (docs/design.md#urls).
+// redis/endpoint.hpp -- where the Redis providers connect: the nodes and the
+// credentials of a redis:// or redlock:// URL (docs/design.md#urls).
 //
 // Decisions the parser enforces:
 // - the nodes are a host:port list as every provider reads it
@@ -14,8 +14,19 @@
 //   databases is at most INT_MAX) applies to every node; whether the server
 //   has that database is known at the first call, which then answers
 //   Errc::invalid_argument;
-// - credentials (user:password@), query strings and fragments are not
-//   supported yet and are refused rather than ignored;
+// - credentials are optional userinfo, [user:]password@ before the nodes:
+//   redis://:PASSWORD@host:port (AUTH PASSWORD: the default user, as
+//   requirepass sets it) or redis://USER:PASSWORD@host:port (AUTH USER
+//   PASSWORD: a Redis 6+ ACL user).  The userinfo ends at the URL's last '@',
+//   and the user at its first ':', so a password may hold '@', ':' or '/'
+//   as they are; %XX escapes are decoded in both (a '%' not followed by two
+//   hex digits is refused).  A userinfo without ':' (redis://secret@h:p: a
+//   user or a password?) and an empty password are refused.  redlock://
+//   takes the credentials once, for every node: Redlock's nodes are one
+//   deployment's peers, and a URL has one userinfo;
+// - query strings and fragments are not supported yet and are refused
+//   rather than ignored; rediss:// (TLS) and redis+sentinel:// are refused
+//   as not supported yet;
 // - no message quotes a password: the URL is shown with its userinfo and its
 //   query masked ("redis://***@host:port", "?***").
 #pragma once
@@ -31,13 +42,23 @@ namespace pglease::detail::redis {
 
 using Endpoint = detail::HostPort;
 
+/// What AUTH sends right after each connect: nothing when password is
+/// empty; AUTH password when user is empty; AUTH user password otherwise.
+struct Credentials {
+	std::string user;
+	std::string password;
+	[[nodiscard]] bool given() const noexcept { return !password.empty(); }
+};
+
 struct Target {
 	bool redlock = false;        ///< redlock:// (else redis://)
 	std::vector<Endpoint> nodes; ///< one for redis://, three or more for redlock://
 	int db = 0;                  ///< SELECTed on every node when not 0
+	Credentials credentials;     ///< the same on every node
 };
 
-/// Parse redis://host:port[/db] or redlock://h1:p1,h2:p2,h3:p3[,...][/db];
+/// Parse redis://[[user]:password@]host:port[/db] or
+/// redlock://[[user]:password@]h1:p1,h2:p2,h3:p3[,...][/db];
 /// Errc::invalid_argument with what is wrong otherwise.
 [[nodiscard]] Result<Target> parse_url(std::string_view url) noexcept;
 

@@ -26,6 +26,15 @@
 //   pglease:token:<resource>     the token counter (a plain integer, no TTL)
 //   pglease:released:<resource>  the pub/sub channel a release publishes on
 //
+// Access: with the URL's credentials every connection AUTHs first; an ACL
+// user needs the keys pglease:lock:* and pglease:token:*, the channel
+// pglease:released:*, and the commands EVALSHA, EVAL, SUBSCRIBE (the waiters'
+// wake-up; without it they poll), SELECT for a /db other than 0, and those
+// the scripts call: GET, SET, PEXPIRE, PTTL, INCR, DEL, PUBLISH (the
+// ACL SETUSER line: tests/client/redis_auth_test.cpp).  A refused AUTH, a key
+// or a command outside the user's ACL is Errc::permission, and it changes
+// nothing on the server.
+//
 // Re-acquire: a holder asking for a key it holds already gets its token back
 // with a new expiry (as the PostgreSQL provider does), so an acquire retried
 // after a lost reply does not wait for itself.  Waiting: retries with
@@ -400,8 +409,10 @@ connect_redis(std::string_view url, const ClientOptions &options)
 	if (!target)
 		return target.error();
 	if (target->redlock || target->nodes.size() != 1)
-		return Error{Errc::invalid_argument, "", "redis:// names exactly one node: redis://host:port[/db]"};
-	auto node = std::make_shared<Node>(target->nodes[0], target->db, options, options.statement_grace);
+		return Error{Errc::invalid_argument, "",
+		             "redis:// names exactly one node: redis://[[user]:password@]host:port[/db]"};
+	auto node = std::make_shared<Node>(target->nodes[0], target->db, target->credentials, options,
+	                                   options.statement_grace);
 	auto locker = std::make_unique<RedisLocker>(std::move(node), options.statement_grace);
 	return handed_out(std::move(locker));
 }

@@ -14,8 +14,9 @@ namespace pglease::detail::redis {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-Node::Node(Endpoint endpoint, int db, const ClientOptions &options, milliseconds command_timeout)
-    : endpoint_(std::move(endpoint)), db_(db),
+Node::Node(Endpoint endpoint, int db, Credentials credentials, const ClientOptions &options,
+           milliseconds command_timeout)
+    : endpoint_(std::move(endpoint)), db_(db), credentials_(std::move(credentials)),
       options_(options), timeouts_{options.connect_timeout, command_timeout},
       backoff_(options.backoff_initial, options.backoff_max)
 {
@@ -85,7 +86,7 @@ Node::borrow(milliseconds timeout, bool &reused) noexcept
 	} else {
 		t.connect = t.command = milliseconds{1}; // the call's deadline has passed: fail fast
 	}
-	auto c = Connection::open(endpoint_, t, db_);
+	auto c = Connection::open(endpoint_, t, db_, credentials_);
 	if (c)
 		connected();
 	else if (c.error().code == Errc::unavailable)
@@ -160,7 +161,7 @@ Node::subscribe(std::string_view channel, milliseconds timeout) noexcept
 		t.connect = std::min(t.connect, timeout);
 		t.command = std::min(t.command, timeout);
 	}
-	return Subscriber::open(endpoint_, t, channel);
+	return Subscriber::open(endpoint_, t, channel, credentials_);
 }
 
 } // namespace pglease::detail::redis

@@ -23,8 +23,10 @@ namespace pglease::detail::redis {
 
 class Node {
 public:
-	/// command_timeout bounds each command unless a call names its own.
-	Node(Endpoint endpoint, int db, const ClientOptions &options, std::chrono::milliseconds command_timeout);
+	/// command_timeout bounds each command unless a call names its own;
+	/// every connection (the pool's and a subscriber's) AUTHs with credentials.
+	Node(Endpoint endpoint, int db, Credentials credentials, const ClientOptions &options,
+	     std::chrono::milliseconds command_timeout);
 	Node(const Node &) = delete;
 	Node &operator=(const Node &) = delete;
 
@@ -53,6 +55,7 @@ private:
 
 	Endpoint endpoint_;
 	int db_;
+	Credentials credentials_;
 	ClientOptions options_;
 	Timeouts timeouts_;
 

@@ -32,7 +32,11 @@
 // Key: pglease:lock:<resource> on every node (the Redis provider's name).
 // Waiting: random, growing delays, not woken by releases, not FIFO.  A
 // majority of nodes unreachable is Errc::unavailable at once, even with a
-// wait: retrying cannot help before they come back.
+// wait: retrying cannot help before they come back.  When a node among
+// those that did not answer refused us (wrong credentials, an ACL user
+// without the lock key or a command), the round is Errc::permission
+// instead: only its administrator can change that.
+// Credentials: the URL's [user]:password@, the same AUTH on every node.
 #include <random>
 #include <system_error>
 #include <thread>
@@ -84,7 +88,16 @@ drift_of(milliseconds ttl) noexcept
 struct Votes {
 	std::size_t yes = 0;
 	std::size_t no = 0;
-	std::string errors; // the unreachable or failing nodes, for the message
+	std::size_t refused = 0; // nodes that refused the credentials or the keys (Errc::permission)
+	std::string errors;      // the unreachable or failing nodes, for the message
+
+	// short_of -- the Error of a round with no majority of answers: Errc::permission
+	// when a node refused us (waiting will not change the node's ACL or
+	// password), else Errc::unavailable
+	[[nodiscard]] Error short_of(std::string what) const
+	{
+		return Error{refused > 0 ? Errc::permission : Errc::unavailable, "", std::move(what) + errors};
+	}
 };
 
 // ask_every_node -- one round: every node at the same time (the distlock
@@ -131,6 +144,8 @@ ask_every_node(const Nodes &nodes, const Script &script, std::string_view key,
 			error = redis::error_from_reply(*reply, nodes[i]->endpoint());
 		else
 			error = Error{Errc::internal, "", "redis " + to_string(nodes[i]->endpoint()) + ": no integer"};
+		if (error.code == Errc::permission)
+			v.refused++;
 		v.errors += (v.errors.empty() ? "" : "; ") + error.message;
 	}
 	return v;
@@ -163,9 +178,8 @@ public:
 			}
 			if (v.no > n - quorum)
 				return false; // a majority no longer has this grant
-			return Error{Errc::unavailable, "",
-			             "extended on " + std::to_string(v.yes) + " of " + std::to_string(n) +
-			                 " nodes (a majority is " + std::to_string(quorum) + "): " + v.errors};
+			return v.short_of("extended on " + std::to_string(v.yes) + " of " + std::to_string(n) +
+			                  " nodes (a majority is " + std::to_string(quorum) + "): ");
 		} catch (...) {
 			return Error{Errc::internal, "", "out of memory"};
 		}
@@ -179,7 +193,7 @@ public:
 				return true;
 			if (v.no == nodes_->size())
 				return false;
-			return Error{Errc::unavailable, "", "released on no node: " + v.errors};
+			return v.short_of("released on no node: ");
 		} catch (...) {
 			return Error{Errc::internal, "", "out of memory"};
 		}
@@ -247,10 +261,9 @@ private:
 			if (v.yes > 0 || v.yes + v.no < n)
 				(void)ask_every_node(*nodes_, release_script, key, {value}, per_node_timeout(options.ttl));
 			if (v.yes + v.no < quorum)
-				return Error{Errc::unavailable, "",
-				             "lease \"" + std::string{resource} + "\": only " + std::to_string(v.yes + v.no) +
-				                 " of " + std::to_string(n) + " Redlock nodes answered (a majority is " +
-				                 std::to_string(quorum) + "): " + v.errors};
+				return v.short_of("lease \"" + std::string{resource} + "\": only " +
+				                  std::to_string(v.yes + v.no) + " of " + std::to_string(n) +
+				                  " Redlock nodes answered (a majority is " + std::to_string(quorum) + "): ");
 			auto now = Clock::now();
 			if (now >= give_up)
 				return Error{Errc::timeout, "",
@@ -294,7 +307,8 @@ connect_redlock(std::string_view url, const ClientOptions &options)
 		             "redlock:// names three or more independent nodes: redlock://h1:p1,h2:p2,h3:p3"};
 	auto nodes = std::make_shared<Nodes>();
 	for (const auto &endpoint : target->nodes)
-		nodes->push_back(std::make_shared<Node>(endpoint, target->db, options, milliseconds{50}));
+		nodes->push_back(
+		    std::make_shared<Node>(endpoint, target->db, target->credentials, options, milliseconds{50}));
 	auto locker = std::make_unique<RedlockLocker>(std::move(nodes));
 	return handed_out(std::move(locker));
 }
