@@ -14,7 +14,15 @@ namespace {
 constexpr std::size_t help_width = 100; // the usage line wraps before this column
 
 const Flag dsn_flag{"dsn", "DSN", Need::optional, ""}; // its help depends on the command: dsn_help
+const Flag dsn_file_flag{"dsn-file", "PATH", Need::optional,
+                         "the DSN is this file's first line (so no password shows in ps)"};
 const Flag help_flag{"help", "", Need::optional, "print this text (also -h)"};
+
+// where the DSN comes from (main.cpp and dsn.cpp do it): in every command's
+// --help, and in short in main_help
+constexpr std::string_view dsn_precedence =
+    "--dsn, else the first line of --dsn-file, else $PGLEASE_DSN, else libpq's environment\n"
+    "  (PGHOST, PGDATABASE, PGPASSWORD, ~/.pgpass, PGSERVICE, ...)";
 
 constexpr std::string_view exit_codes =
     "exit codes: 0 ok, 64 usage, 69 server unavailable or pg_lease not installed, 70 internal,\n"
@@ -101,8 +109,10 @@ std::vector<Flag>
 flags_of(const Command &command)
 {
 	std::vector<Flag> flags = command.flags;
-	if (command.dsn != DsnUse::none)
+	if (command.dsn != DsnUse::none) {
 		flags.push_back(dsn_flag);
+		flags.push_back(dsn_file_flag);
+	}
 	flags.push_back(help_flag);
 	return flags;
 }
@@ -112,6 +122,8 @@ find_flag(const Command &command, std::string_view name)
 {
 	if (name == dsn_flag.name)
 		return command.dsn == DsnUse::none ? nullptr : &dsn_flag;
+	if (name == dsn_file_flag.name)
+		return command.dsn == DsnUse::none ? nullptr : &dsn_file_flag;
 	if (name == help_flag.name)
 		return &help_flag;
 	auto it = std::find_if(command.flags.begin(), command.flags.end(),
@@ -209,7 +221,7 @@ std::string
 main_help()
 {
 	std::string text =
-	    "usage: pglease [--dsn DSN] COMMAND [OPTIONS]    (pglease COMMAND --help: its options)\n"
+	    "usage: pglease [--dsn DSN | --dsn-file PATH] COMMAND [OPTIONS]  (pglease COMMAND --help)\n"
 	    "       pglease --help | --version | help [COMMAND]\n"
 	    "commands:\n";
 	for (const Command &command : commands()) {
@@ -218,7 +230,8 @@ main_help()
 		text += "  " + name + std::string{command.summary} + "\n";
 	}
 	text +=
-	    "DSN (--dsn; default: libpq's environment, PGHOST, PGDATABASE, ...), by command:\n" + scheme_lines();
+	    "DSN (--dsn, else --dsn-file's first line, else $PGLEASE_DSN, else libpq's PG* environment):\n" +
+	    scheme_lines();
 	text += exit_codes;
 	text += "more: pglease COMMAND --help, docs/cli.md\n";
 	return text;
@@ -274,7 +287,7 @@ dsn_help(const Command &command)
 		if (scheme.postgres && scheme.alias)
 			text += ", a conninfo";
 	}
-	return text + " (default: PG* env)";
+	return text;
 }
 
 } // namespace
@@ -291,6 +304,8 @@ command_help(const Command &command)
 		text +=
 		    "  " + left + (flag.name == dsn_flag.name ? dsn_help(command) : std::string{flag.help}) + "\n";
 	}
+	if (command.dsn != DsnUse::none)
+		text += "\nDSN: " + std::string{dsn_precedence} + ".\n";
 	if (!command.details.empty())
 		text += "\n" + std::string{command.details};
 	if (command.name != "run" && command.name != "advise")

@@ -1,6 +1,6 @@
 // main.cpp -- the pglease command: a distributed flock and lease tools.
 //
-//   pglease [--dsn DSN] run|acquire|renew|release|status|advise [OPTIONS]
+//   pglease [--dsn DSN | --dsn-file PATH] run|acquire|renew|release|status|advise [OPTIONS]
 //
 // The commands, their flags and the URL schemes of --dsn are the table of
 // commands.hpp, from which the help texts are made too.  This file parses
@@ -8,8 +8,9 @@
 // itself; run's command is spawned and watched by child_process.cpp, and
 // advise is advise.hpp's advise_main.
 //
-// The DSN (--dsn) is any URL of pglease::connect; it defaults to libpq's
-// environment (PGHOST, PGPORT, ...), i.e. PostgreSQL.  A PostgreSQL-only
+// The DSN is any URL of pglease::connect, from --dsn, else the first line of
+// --dsn-file, else PGLEASE_DSN, else libpq's environment (PGHOST, PGPORT,
+// ...), i.e. PostgreSQL (dsn.hpp).  A PostgreSQL-only
 // command (status) refuses another provider's URL with 64, before any I/O.
 // Exit codes (docs/cli.md "Exit codes"): 0 success (run: the command's own status, or
 // 128+N if a signal N ended it), 64 usage, 69 server unavailable or
@@ -34,6 +35,7 @@
 #include "advise.hpp"
 #include "child_process.hpp"
 #include "commands.hpp"
+#include "dsn.hpp"
 #include "duration.hpp"
 #include "pglease/pglease.hpp"
 
@@ -48,15 +50,15 @@ constexpr int exit_not_acquired = 75;
 constexpr int exit_lost = 76;
 constexpr int exit_permission = 77;
 
-// The --dsn of this run: every message printed goes through
-// pglease::redact with it, so its password is never shown.
+// The DSN of this run (whichever source gave it): every message printed
+// goes through pglease::cli::shown with it, so its password is never shown.
 std::string g_dsn;
 
 // say -- a message to stderr, its passwords masked
 void
 say(const std::string &message)
 {
-	std::cerr << "pglease: " << pglease::redact(message, g_dsn) << "\n";
+	std::cerr << "pglease: " << pglease::cli::shown(message, g_dsn) << "\n";
 }
 
 std::string
@@ -403,16 +405,24 @@ dsn_refusal(const pglease::cli::Command &command, const std::string &dsn)
 	            : "not a " + dsn.substr(0, colon) + (url ? "://" : ":") + " URL");
 }
 
-// run_command -- parse the options of one command (argv[first] on) and run it
+// run_command -- parse the options of one command (argv[first] on) and run
+// it; its --dsn and --dsn-file replace the global ones
 int
-run_command(const pglease::cli::Command &command, std::string dsn, int argc, char **argv, int first)
+run_command(const pglease::cli::Command &command, pglease::cli::DsnSources sources, int argc, char **argv,
+            int first)
 {
 	std::string error;
 	auto args = parse_args(argc, argv, first, command, error);
 	if (!args)
 		return usage_error(error, command.name);
 	if (auto d = args->values.find("dsn"); d != args->values.end())
-		dsn = g_dsn = d->second;
+		sources.dsn = g_dsn = d->second; // masked in the messages below, even before it is chosen
+	if (auto f = args->values.find("dsn-file"); f != args->values.end())
+		sources.file = f->second;
+	std::optional<std::string> resolved = pglease::cli::resolve_dsn(sources, error);
+	if (!resolved)
+		return usage_error(error, command.name);
+	const std::string dsn = g_dsn = *resolved;
 	if (std::string refusal = dsn_refusal(command, dsn); !refusal.empty())
 		return usage_error(refusal, command.name);
 	if (command.name == "run")
@@ -449,7 +459,7 @@ int
 main(int argc, char **argv)
 {
 	try {
-		std::string dsn;
+		pglease::cli::DsnSources sources;
 		int i = 1;
 		while (i < argc && std::strncmp(argv[i], "--", 2) == 0) {
 			std::string a = argv[i];
@@ -462,15 +472,23 @@ main(int argc, char **argv)
 				          << pglease::extension_version << ")\n";
 				return 0;
 			}
-			if (a == "--dsn" && i + 1 < argc) {
-				dsn = g_dsn = argv[i + 1];
-				i += 2;
-			} else if (a.rfind("--dsn=", 0) == 0) {
-				dsn = g_dsn = a.substr(6);
+			const std::string name = a.substr(0, a.find('='));
+			if (name != "--dsn" && name != "--dsn-file")
+				return usage_error("unknown option " + name);
+			std::string value;
+			if (name.size() < a.size()) {
+				value = a.substr(name.size() + 1);
 				i++;
+			} else if (i + 1 < argc) {
+				value = argv[i + 1];
+				i += 2;
 			} else {
-				return usage_error("unknown option " + a);
+				return usage_error("option " + name + " needs a value");
 			}
+			if (name == "--dsn")
+				sources.dsn = g_dsn = value;
+			else
+				sources.file = value;
 		}
 		if (i < argc && std::strcmp(argv[i], "-h") == 0) {
 			std::cout << pglease::cli::main_help();
@@ -490,7 +508,7 @@ main(int argc, char **argv)
 			std::cout << pglease::cli::command_help(*command);
 			return 0;
 		}
-		return run_command(*command, dsn, argc, argv, i + 1);
+		return run_command(*command, sources, argc, argv, i + 1);
 	} catch (const std::exception &e) {
 		say(e.what());
 		return exit_internal;

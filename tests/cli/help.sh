@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # help.sh -- the pglease command's help and messages against its one table
 # (client/cli/commands.cpp) and against pglease::connect:
-# - every flag of the table is in its command's --help, and every flag that
-#   --help lists is one the parser takes;
+# - every flag of the table (and --dsn, --dsn-file) is in its command's
+#   --help, and every flag that --help lists is one the parser takes; the
+#   DSN's precedence is in pglease --help and each DSN command's --help;
 # - every URL scheme connect() takes (client/src/connect.cpp and the
 #   components' register_provider calls) is in `pglease --help`;
 # - a PostgreSQL-only command (status) refuses every other scheme with 64
@@ -38,6 +39,8 @@ expect table_is_read "commands.cpp gave ${#COMMANDS[@]} commands and $flag_count
 "$PGLEASE" --help >"$WORK/main_help"
 expect main_help_is_short "pglease --help has $(wc -l <"$WORK/main_help") lines" \
 	'[ "$(wc -l <"$WORK/main_help")" -le 16 ]'
+expect main_help_gives_the_dsn_precedence "no '--dsn, else ... --dsn-file ..., else \$PGLEASE_DSN, else libpq' in pglease --help" \
+	'grep -q -- "--dsn, else [^,]*--dsn-file[^,]*, else \$PGLEASE_DSN, else libpq" "$WORK/main_help"'
 expect main_help_says_where_to_read_more "no 'pglease COMMAND --help' or docs/ in pglease --help" \
 	'grep -q "pglease COMMAND --help" "$WORK/main_help" && grep -q "docs/" "$WORK/main_help"'
 
@@ -49,10 +52,12 @@ for cmd in "${COMMANDS[@]}"; do
 		'head -1 "$WORK/help.$cmd" | grep -q "^usage: pglease $cmd "'
 	expect "${cmd}_is_in_main_help" "no '  $cmd ' line in pglease --help" \
 		'grep -q "^  $cmd " "$WORK/main_help"'
-	# the flags the table gives the command: its own, --dsn when it takes a DSN, --help
+	# the flags the table gives the command: its own, --dsn and --dsn-file
+	# when it takes a DSN, --help
 	{
 		awk -v c="$cmd" '$1 == "flag" && $2 == c { print $3, $4 }' "$WORK/table"
-		awk -v c="$cmd" '$1 == "command" && $2 == c && $3 != "none" { print "dsn DSN" }' "$WORK/table"
+		awk -v c="$cmd" '$1 == "command" && $2 == c && $3 != "none" { print "dsn DSN"; print "dsn-file PATH" }' \
+			"$WORK/table"
 		echo help
 	} >"$WORK/flags.$cmd"
 	missing=""
@@ -61,6 +66,11 @@ for cmd in "${COMMANDS[@]}"; do
 			missing+=" --$name"
 	done <"$WORK/flags.$cmd"
 	expect "every_flag_of_${cmd}_is_in_its_help" "not in '$cmd --help':$missing" '[ -z "$missing" ]'
+	# a command that takes a DSN says where it comes from, in this order
+	if grep -q '^dsn ' "$WORK/flags.$cmd"; then
+		expect "help_of_${cmd}_gives_the_dsn_precedence" "no 'DSN: --dsn, else ... --dsn-file, else \$PGLEASE_DSN, else libpq' in its help" \
+			'tr "\n" " " <"$WORK/help.$cmd" | grep -q "DSN: --dsn, else [^,]*--dsn-file, else \$PGLEASE_DSN, else libpq"'
+	fi
 	# the other way: every flag the help lists is parsed (a value of the
 	# wrong kind or a missing required flag is fine; "unknown option" is not)
 	unknown=""

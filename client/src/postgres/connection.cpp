@@ -8,6 +8,7 @@
 #include <pqxx/pqxx>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "postgres/db.hpp"
@@ -194,12 +195,39 @@ quoted(const char *value)
 	return out + "'";
 }
 
+// refused_tls -- a TLS handshake that cannot succeed by trying again
+// (libpq's own texts): the server's certificate refused by sslmode=verify-ca
+// or verify-full (an unknown CA, expired, another host's name), our client
+// certificate refused by the server, or a server without TLS when sslmode
+// requires it, are Errc::permission; TLS material the DSN names that libpq
+// cannot read (sslrootcert=, sslcert=, sslkey=) is invalid_argument
+std::optional<Error>
+refused_tls(const std::string &msg)
+{
+	auto has = [&](const char *text) { return msg.find(text) != std::string::npos; };
+	if (has("certificate verify failed") || has("does not match host name") ||
+	    has("could not get server's host name from server certificate"))
+		return Error{Errc::permission, "",
+		             msg + " (the server's TLS certificate was refused: sslrootcert= must name the CA that "
+		                   "signed it, and the host of the DSN must be a name the certificate carries)"};
+	if (has("alert unknown ca") || has("alert bad certificate") || has("alert certificate required") ||
+	    has("alert certificate expired") || has("alert certificate revoked"))
+		return Error{Errc::permission, "", msg + " (the server refused our TLS client certificate)"};
+	if (has("server does not support SSL"))
+		return Error{Errc::permission, "",
+		             msg + " (the server does not speak TLS, and sslmode requires it)"};
+	if (has("root certificate file") || has("certificate file \"") || has("private key file \"") ||
+	    has("certificate revocation list"))
+		return Error{Errc::invalid_argument, "", msg};
+	return std::nullopt;
+}
+
 // refused_connection -- a connection the server refused for good, told by
 // the server's message (libpq gives no SQLSTATE for a failed connection;
 // these are the server's own texts, in English unless lc_messages says
-// otherwise): authentication (28P01, 28000), a missing database (3D000) and an
-// option value libpq refuses
-// are final, anything else may pass (unavailable)
+// otherwise): authentication (28P01, 28000), a missing database (3D000), a
+// TLS handshake refused for good (refused_tls) and an option value libpq
+// refuses are final, anything else may pass (unavailable)
 Error
 refused_connection(const std::string &message, const std::string &conninfo)
 {
@@ -210,8 +238,11 @@ refused_connection(const std::string &message, const std::string &conninfo)
 	if (has("password authentication failed") || has("authentication failed for user") ||
 	    has("no password supplied"))
 		return Error{Errc::permission, "28P01", msg};
-	if (has("no pg_hba.conf entry") || (has("role \"") && has("\" does not exist")))
+	if (has("no pg_hba.conf entry") || has("pg_hba.conf rejects connection") ||
+	    (has("role \"") && has("\" does not exist")))
 		return Error{Errc::permission, "28000", msg};
+	if (auto tls = refused_tls(msg))
+		return *tls;
 	if (has("database \"") && has("\" does not exist"))
 		return Error{Errc::invalid_argument, "3D000", msg};
 	// libpq checks option values (port, sslmode, ...) only as it connects
