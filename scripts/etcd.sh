@@ -2,7 +2,7 @@
 # etcd.sh -- a throwaway etcd member (or a 3-member cluster) on loopback ports,
 # its files in a directory.
 #
-#   etcd.sh start DIR PORT [CLUSTER-SPEC]   start one member: client port PORT, peer port PORT+1
+#   etcd.sh start DIR PORT [CLUSTER-SPEC] [OPTIONS]   start one member: client port PORT, peer port PORT+1
 #   etcd.sh stop DIR                        SIGTERM via the pidfile, wait for the exit
 #   etcd.sh kill DIR                        SIGKILL (a crash)
 #   etcd.sh restart DIR                     stop, then start with the same port and cluster
@@ -14,6 +14,18 @@
 # member answers /health with "true" -- for a cluster member that needs a
 # quorum, so start the members of a cluster in the background and wait for
 # all of them (etcd_locker_test does).
+#
+# OPTIONS (restart keeps them):
+#   --tls CERTDIR          the client port speaks HTTPS only and requires a
+#                          client certificate signed by CERTDIR/ca.crt
+#                          (--client-cert-auth); CERTDIR as scripts/certs.sh
+#                          makes it.  Peers stay plain HTTP on loopback.
+#   --server-cert NAME     with --tls: serve CERTDIR/NAME.crt and NAME.key
+#                          (default "server"; e.g. expired, wrong-host)
+#   --auth-token-ttl SECS  etcd's simple-token TTL (etcd's default is 300 s)
+# With --tls the readiness check asks /health with the client certificate
+# and without verifying the server's (it only asks whether etcd is up: a test
+# may serve a certificate no client should accept).
 #
 # Heartbeat 50 ms and election timeout 500 ms (etcd's defaults are 100/1000):
 # etcd's smallest lease TTL is 1.5 election timeouts rounded up to seconds, so
@@ -27,7 +39,26 @@ command -v etcd >/dev/null 2>&1 || die "etcd not found: install etcd-server (scr
 command -v curl >/dev/null 2>&1 || die "curl not found: install curl (scripts/install-deps.sh)"
 
 cmd="${1:-}"; dir="${2:-}"
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: etcd.sh start DIR PORT [CLUSTER-SPEC] | stop|kill|restart DIR"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: etcd.sh start DIR PORT [CLUSTER-SPEC] [OPTIONS] | stop|kill|restart DIR"
+
+# options ARGS... -- the OPTIONS of start into tls_dir, server_cert, extra
+tls_dir="" server_cert=server extra=()
+options() {
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--tls) [ -n "${2:-}" ] || die "--tls needs a directory"; tls_dir="$(cd "$2" && pwd)" || die "no directory $2"; shift 2 ;;
+		--server-cert) [ -n "${2:-}" ] || die "--server-cert needs a name"; server_cert="$2"; shift 2 ;;
+		--auth-token-ttl) [[ "${2:-}" =~ ^[0-9]+$ ]] || die "--auth-token-ttl needs seconds"
+			extra+=(--auth-token-ttl "$2"); shift 2 ;;
+		*) die "unknown option '$1' (--tls CERTDIR, --server-cert NAME, --auth-token-ttl SECS)" ;;
+		esac
+	done
+	if [ -n "$tls_dir" ]; then
+		for f in ca.crt "$server_cert.crt" "$server_cert.key" client.crt client.key; do
+			[ -r "$tls_dir/$f" ] || die "--tls $tls_dir: no readable $f (make it with scripts/certs.sh $tls_dir)"
+		done
+	fi
+}
 
 
 valid_port() {
@@ -37,8 +68,11 @@ valid_port() {
 
 case "$cmd" in
 start)
-	port="${3:-}"; spec="${4:-}"
+	port="${3:-}"; spec=""
 	valid_port "$port"
+	shift 3
+	if [ $# -gt 0 ] && [[ "$1" != --* ]]; then spec="$1"; shift; fi
+	options "$@"
 	[ -n "$spec" ] || spec="$port"
 	cluster="" member_in=0
 	IFS=, read -r -a ports <<<"$spec"
@@ -53,22 +87,30 @@ start)
 	claim "$dir/etcd.pid" "$port" "$((port + 1))"
 	echo "$port" >"$dir/port"
 	echo "$spec" >"$dir/cluster"
+	printf '%q ' "$@" >"$dir/options"
+	scheme=http health=(curl -s -m 1)
+	if [ -n "$tls_dir" ]; then
+		scheme=https
+		extra+=(--client-cert-auth --trusted-ca-file "$tls_dir/ca.crt"
+			--cert-file "$tls_dir/$server_cert.crt" --key-file "$tls_dir/$server_cert.key")
+		health+=(-k --cert "$tls_dir/client.crt" --key "$tls_dir/client.key")
+	fi
 	state=new
 	[ ! -d "$dir/data/member" ] || state=existing
 	setsid etcd --name "m$port" --data-dir "$dir/data" \
-		--listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
+		--listen-client-urls "$scheme://127.0.0.1:$port" --advertise-client-urls "$scheme://127.0.0.1:$port" \
 		--listen-peer-urls "http://127.0.0.1:$((port + 1))" \
 		--initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
 		--initial-cluster "$cluster" --initial-cluster-state "$state" \
 		--initial-cluster-token "pglease-$spec" \
-		--heartbeat-interval 50 --election-timeout 500 \
+		--heartbeat-interval 50 --election-timeout 500 ${extra[@]+"${extra[@]}"} \
 		>>"$dir/etcd.log" 2>&1 </dev/null &
 	echo $! >"$dir/etcd.pid"
 	# up to 20 s for a healthy member (a cluster member waits for its quorum)
 	for ((i = 0; i < 400; i++)); do
 		alive "$(cat "$dir/etcd.pid")" ||
 			{ tail -20 "$dir/etcd.log" >&2; die "etcd on port $port exited (log: $dir/etcd.log)"; }
-		if curl -s -m 1 "http://127.0.0.1:$port/health" 2>/dev/null | grep -q '"health":"true"'; then
+		if "${health[@]}" "$scheme://127.0.0.1:$port/health" 2>/dev/null | grep -q '"health":"true"'; then
 			exit 0
 		fi
 		sleep 0.05
@@ -91,7 +133,8 @@ kill)
 restart)
 	[ -f "$dir/port" ] || die "$dir holds no member started by etcd.sh start"
 	"$0" stop "$dir"
-	"$0" start "$dir" "$(cat "$dir/port")" "$(cat "$dir/cluster")"
+	eval "opts=($(cat "$dir/options" 2>/dev/null))"
+	"$0" start "$dir" "$(cat "$dir/port")" "$(cat "$dir/cluster")" ${opts[@]+"${opts[@]}"}
 	;;
 *)
 	die "unknown command '$cmd' (start, stop, kill, restart)"
