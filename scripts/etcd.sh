@@ -87,7 +87,8 @@ start)
 	claim "$dir/etcd.pid" "$port" "$((port + 1))"
 	echo "$port" >"$dir/port"
 	echo "$spec" >"$dir/cluster"
-	printf '%q ' "$@" >"$dir/options"
+	: >"$dir/options"
+	[ $# -eq 0 ] || printf '%q ' "$@" >"$dir/options"
 	scheme=http health=(curl -s -m 1)
 	if [ -n "$tls_dir" ]; then
 		scheme=https

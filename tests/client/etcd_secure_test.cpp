@@ -219,8 +219,8 @@ TEST_F(EtcdTls, BadMaterialIsInvalidBeforeAnyIo)
 	               Errc::invalid_argument, "etcds://", t, 100ms);
 	auto o = quick_backoff();
 	o.tls_ca_file = cert("ca.crt");
-	expect_failure(attempt("etcd://127.0.0.1:" + std::to_string(dead), o), Errc::invalid_argument,
-	               "etcds://", t, 100ms);
+	expect_failure(attempt("etcd://127.0.0.1:" + std::to_string(dead), o), Errc::invalid_argument, "etcds://",
+	               t, 100ms);
 	o.tls_ca_file = "/nonexistent/options-ca.crt";
 	expect_failure(attempt(url("", dead), o), Errc::invalid_argument, "/nonexistent/options-ca.crt", t,
 	               100ms);
@@ -233,10 +233,10 @@ refused_server_certificate(const std::string &name, const std::string &reason)
 	ScriptServer bad("etcd.sh", "--tls '" + certs() + "' --server-cert " + name, member_ports);
 	ASSERT_TRUE(bad.start());
 	auto t = Clock::now();
-	auto locker = pglease::connect("etcds://127.0.0.1:" + std::to_string(bad.port()) + "?cacert=" +
-	                                    cert("ca.crt") + "&cert=" + cert("client.crt") + "&key=" +
-	                                    cert("client.key"),
-	                                quick_backoff());
+	auto locker =
+	    pglease::connect("etcds://127.0.0.1:" + std::to_string(bad.port()) + "?cacert=" + cert("ca.crt") +
+	                         "&cert=" + cert("client.crt") + "&key=" + cert("client.key"),
+	                     quick_backoff());
 	ASSERT_TRUE(locker) << locker.error();
 	expect_failure((*locker)->try_acquire(unique_resource(), opts(5s)), Errc::permission, reason, t);
 }
@@ -259,9 +259,9 @@ ScriptServer *auth_member = nullptr;
 Ran
 etcdctl(const std::string &args, const std::string &user = "")
 {
-	return run_command("ETCDCTL_API=3 etcdctl --endpoints=http://127.0.0.1:" +
-	                   std::to_string(auth_member->port()) + (user.empty() ? "" : " --user='" + user + "'") +
-	                   " " + args);
+	return run_command(
+	    "ETCDCTL_API=3 etcdctl --endpoints=http://127.0.0.1:" + std::to_string(auth_member->port()) +
+	    (user.empty() ? "" : " --user='" + user + "'") + " " + args);
 }
 
 // enable_auth -- root, the lock-prefix role and user, an outsider with a role
@@ -298,12 +298,15 @@ protected:
 		delete auth_member;
 		auth_member = nullptr;
 	}
-	void SetUp() override { ASSERT_TRUE(started) << "install etcd (etcd-server, etcd-client): scripts/install-deps.sh"; }
+	void SetUp() override
+	{
+		ASSERT_TRUE(started) << "install etcd (etcd-server, etcd-client): scripts/install-deps.sh";
+	}
 
 	static std::string url(const std::string &userinfo)
 	{
-		return "etcd://" + userinfo + (userinfo.empty() ? "" : "@") + "127.0.0.1:" +
-		       std::to_string(auth_member->port());
+		return "etcd://" + userinfo + (userinfo.empty() ? "" : "@") +
+		       "127.0.0.1:" + std::to_string(auth_member->port());
 	}
 	static std::unique_ptr<pglease::Locker> as(const std::string &userinfo)
 	{
@@ -350,7 +353,8 @@ TEST_F(EtcdAuth, WithoutCredentialsTheMessageSaysToGiveThem)
 	auto anonymous = as("");
 	ASSERT_TRUE(anonymous);
 	auto t = Clock::now();
-	expect_failure(anonymous->try_acquire(unique_resource(), opts(5s)), Errc::permission, "user:password@", t);
+	expect_failure(anonymous->try_acquire(unique_resource(), opts(5s)), Errc::permission, "user:password@",
+	               t);
 }
 
 TEST_F(EtcdAuth, AUserWithoutRightsOnThePrefixCannotEndTheHoldersLease)
@@ -390,7 +394,8 @@ TEST_F(EtcdAuth, AnExpiredTokenIsReplacedAtTheNextCall)
 	// a token of the same user, issued now and idle as long as the client's:
 	// etcd forgets it (so the client's own token is gone too)
 	const std::string gateway = "http://127.0.0.1:" + std::to_string(auth_member->port());
-	Ran login = run_command("curl -s -m 5 " + gateway + "/v3/auth/authenticate -d '{\"name\":\"locker\",\"password\":\"" +
+	Ran login = run_command("curl -s -m 5 " + gateway +
+	                        "/v3/auth/authenticate -d '{\"name\":\"locker\",\"password\":\"" +
 	                        locker_password + "\"}'");
 	const std::string token = login.output.substr(0, login.output.rfind('"'));
 	ASSERT_NE(login.output.find("\"token\":\""), std::string::npos) << login.output;

@@ -501,8 +501,9 @@ Gateway::post(std::string_view path, const Json &body, Clock::time_point deadlin
 			return ok.error();
 		r = exchange(path, payload, token().first, deadline);
 		if (r && r->grpc_code != 0 && token_refused(*r))
-			return Error{Errc::permission, "", "etcd refused the token of user \"" + target_.user +
-			                                       "\" just issued: " + r->message};
+			return Error{Errc::permission, "",
+			             "etcd refused the token of user \"" + target_.user +
+			                 "\" just issued: " + r->message};
 		return r;
 	} catch (const std::bad_alloc &) {
 		return Error{Errc::internal, "", "out of memory"};
@@ -524,7 +525,8 @@ Gateway::exchange(std::string_view path, const std::string &payload, const std::
 		std::string last;
 		for (const auto &e : endpoints_)
 			last += (last.empty() ? "" : "; ") + e.last_error;
-		return Error{Errc::unavailable, "", "etcd: every endpoint is in reconnect backoff (last errors: " + last + ")"};
+		return Error{Errc::unavailable, "",
+		             "etcd: every endpoint is in reconnect backoff (last errors: " + last + ")"};
 	}
 	for (std::size_t k = 0; k < order.size(); k++) {
 		const std::size_t i = order[k];
@@ -551,9 +553,9 @@ Gateway::exchange(std::string_view path, const std::string &payload, const std::
 			failures += (failures.empty() ? "" : "; ") + what;
 			auto tls = tls_refusal(rc, url, handle->why(rc));
 			if (!tls)
-				tls = handshake_refusal(
-				    rc, url, target_,
-				    std::min(options_.connect_timeout, std::chrono::ceil<milliseconds>(deadline - Clock::now())));
+				tls = handshake_refusal(rc, url, target_,
+				                        std::min(options_.connect_timeout,
+				                                 std::chrono::ceil<milliseconds>(deadline - Clock::now())));
 			if (tls) {
 				refused = std::move(tls); // not a reachability problem: no backoff
 				continue;
@@ -571,7 +573,8 @@ Gateway::exchange(std::string_view path, const std::string &payload, const std::
 			if (received.find("HTTP request to an HTTPS server") != std::string::npos)
 				return Error{Errc::invalid_argument, "22023",
 				             "etcd " + url + ": the server speaks TLS only: write etcds:// (with cacert=)"};
-			return Error{Errc::internal, "", "etcd " + url + ": not a JSON object: " + received.substr(0, 200)};
+			return Error{Errc::internal, "",
+			             "etcd " + url + ": not a JSON object: " + received.substr(0, 200)};
 		}
 		Reply reply = reply_of(std::move(parsed));
 		if (reply.grpc_code == grpc_unavailable || reply.grpc_code == grpc_cancelled) {

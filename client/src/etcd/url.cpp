@@ -54,13 +54,17 @@ decoded(std::string_view in, std::string &out)
 Result<void>
 credentials(std::string_view url, std::string_view userinfo, Target &target)
 {
+	if (userinfo.find_first_of(",/") != std::string_view::npos)
+		return bad(url, "a ',' or '/' in the user or password (write it %2C, %2F), or credentials after the "
+		                "first host: etcd[s]://user:password@h1:p1,h2:p2");
 	auto colon = userinfo.find(':');
 	if (colon == std::string_view::npos)
 		return bad(url, "a user needs its password: write user:password@ (etcd's password authentication)");
 	if (!decoded(userinfo.substr(0, colon), target.user))
 		return bad(url, "a broken %XX escape in the user name");
 	if (!decoded(userinfo.substr(colon + 1), target.password))
-		return Error{Errc::invalid_argument, "22023", "invalid etcd URL: a broken %XX escape in the password"};
+		return Error{Errc::invalid_argument, "22023",
+		             "invalid etcd URL: a broken %XX escape in the password"};
 	if (target.user.empty())
 		return bad(url, "an empty user name: etcd authenticates a named user (user:password@)");
 	if (target.password.empty())
@@ -123,8 +127,9 @@ tls_material(std::string_view url, const ClientOptions &options, Target &target)
 	const bool any = !target.ca_file.empty() || !target.cert_file.empty() || !target.key_file.empty();
 	if (!target.tls) {
 		if (any)
-			return bad(url, "TLS material (cacert/cert/key or ClientOptions::tls_*) given, but etcd:// is plain "
-			                "HTTP: write etcds://");
+			return bad(url,
+			           "TLS material (cacert/cert/key or ClientOptions::tls_*) given, but etcd:// is plain "
+			           "HTTP: write etcds://");
 		return {};
 	}
 	if (target.cert_file.empty() != target.key_file.empty())
