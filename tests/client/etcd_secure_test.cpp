@@ -32,19 +32,32 @@ const std::string locker_password = "Lk@pw-93f2"; // an '@': written %40 in URLs
 const std::string locker_password_url = "Lk%40pw-93f2";
 const std::string outsider_password = "0ut-pw-c4a8";
 
-// certs -- the TLS material of this binary (scripts/certs.sh), made once
+// certs -- the TLS material of this binary (scripts/certs.sh), made once,
+// removed when the binary exits
+struct CertDir {
+	std::string path;
+	CertDir()
+	{
+		char tmpl[] = "/tmp/pglease-etcd-certs.XXXXXX";
+		const char *made = ::mkdtemp(tmpl);
+		if (made != nullptr && run_command(source_path("scripts/certs.sh") + " '" + made + "'").ok())
+			path = made;
+		else if (made != nullptr)
+			std::filesystem::remove_all(made);
+	}
+	~CertDir()
+	{
+		std::error_code ignored;
+		if (!path.empty())
+			std::filesystem::remove_all(path, ignored);
+	}
+};
+
 const std::string &
 certs()
 {
-	static const std::string dir = [] {
-		char tmpl[] = "/tmp/pglease-etcd-certs.XXXXXX";
-		const char *made = ::mkdtemp(tmpl);
-		if (made == nullptr)
-			return std::string();
-		Ran ran = run_command(source_path("scripts/certs.sh") + " '" + made + "'");
-		return ran.ok() ? std::string(made) : std::string();
-	}();
-	return dir;
+	static const CertDir dir;
+	return dir.path;
 }
 
 std::string
