@@ -2,11 +2,13 @@
 # etcd.sh -- a throwaway etcd member (or a 3-member cluster) on loopback ports,
 # its files in a directory.
 #
-#   etcd.sh start DIR [PORT [CLUSTER-SPEC]]  start one member: client port PORT, peer
+#   etcd.sh start DIR [PORT [CLUSTER-SPEC]] [OPTIONS]
+#                                            start one member: client port PORT, peer
 #                                            port PORT+1; prints its address, 127.0.0.1:PORT
 #   etcd.sh stop DIR                         SIGTERM via the pidfile, wait for the exit
 #   etcd.sh kill DIR                         SIGKILL (a crash)
-#   etcd.sh restart DIR                      stop, then start with the same port and cluster
+#   etcd.sh restart DIR                      stop, then start with the same port, cluster
+#                                            and options
 #
 # CLUSTER-SPEC (optional) is the comma-separated client ports of every member
 # of a cluster, this one's included (e.g. 21501,21503,21505): the member is
@@ -25,6 +27,18 @@
 # once, the message saying "address already in use", for a caller that draws
 # its own ports to retry.
 #
+# OPTIONS (restart keeps them):
+#   --tls CERTDIR          the client port speaks HTTPS only and requires a
+#                          client certificate signed by CERTDIR/ca.crt
+#                          (--client-cert-auth); CERTDIR as scripts/certs.sh
+#                          makes it.  Peers stay plain HTTP on loopback.
+#   --server-cert NAME     with --tls: serve CERTDIR/NAME.crt and NAME.key
+#                          (default "server"; e.g. expired, wrong-host)
+#   --auth-token-ttl SECS  etcd's simple-token TTL (etcd's default is 300 s)
+# With --tls the readiness check asks /health with the client certificate
+# and without verifying the server's (it only asks whether etcd is up: a test
+# may serve a certificate no client should accept).
+#
 # Heartbeat 50 ms and election timeout 500 ms (etcd's defaults are 100/1000):
 # etcd's smallest lease TTL is 1.5 election timeouts rounded up to seconds, so
 # with the defaults a 1 s lease would be granted as 2 s; these give 1 s, and a
@@ -37,7 +51,28 @@ command -v etcd >/dev/null 2>&1 || die "etcd not found: install etcd-server (scr
 command -v curl >/dev/null 2>&1 || die "curl not found: install curl (scripts/install-deps.sh)"
 
 cmd="${1:-}"; dir="${2:-}"
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: etcd.sh start DIR [PORT [CLUSTER-SPEC]] | stop|kill|restart DIR"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: etcd.sh start DIR [PORT [CLUSTER-SPEC]] [OPTIONS] | stop|kill|restart DIR"
+
+# options ARGS... -- the OPTIONS of start into tls_dir, server_cert, extra
+tls_dir="" server_cert=server extra=()
+options() {
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--tls) [ -n "${2:-}" ] || die "--tls needs a directory"; tls_dir="$(cd "$2" && pwd)" || die "no directory $2"; shift 2 ;;
+		--server-cert) [ -n "${2:-}" ] || die "--server-cert needs a name"; server_cert="$2"; shift 2 ;;
+		--auth-token-ttl) [[ "${2:-}" =~ ^[0-9]+$ ]] || die "--auth-token-ttl needs seconds"
+			extra+=(--auth-token-ttl "$2"); shift 2 ;;
+		*) die "unknown option '$1' (--tls CERTDIR, --server-cert NAME, --auth-token-ttl SECS)" ;;
+		esac
+	done
+	if [ -n "$tls_dir" ]; then
+		for f in ca.crt "$server_cert.crt" "$server_cert.key" client.crt client.key; do
+			[ -r "$tls_dir/$f" ] || die "--tls $tls_dir: no readable $f (make it with scripts/certs.sh $tls_dir)"
+		done
+		extra+=(--client-cert-auth --trusted-ca-file "$tls_dir/ca.crt"
+			--cert-file "$tls_dir/$server_cert.crt" --key-file "$tls_dir/$server_cert.key")
+	fi
+}
 
 
 valid_port() {
@@ -61,7 +96,11 @@ cluster_of() {
 # start_on PORT SPEC -- start the member; 0 once healthy, 2 if a port is in
 # use (bind race), dies on anything else
 start_on() {
-	local port="$1" spec="$2" cluster state=new log="$dir/etcd.log" from p i
+	local port="$1" spec="$2" cluster state=new log="$dir/etcd.log" from p i scheme=http health=(curl -s -m 1)
+	if [ -n "$tls_dir" ]; then
+		scheme=https
+		health+=(-k --cert "$tls_dir/client.crt" --key "$tls_dir/client.key")
+	fi
 	cluster="$(cluster_of "$port" "$spec")" || exit 1
 	claim "$dir/etcd.pid"
 	for p in "$port" "$((port + 1))"; do
@@ -73,12 +112,12 @@ start_on() {
 	[ ! -d "$dir/data/member" ] || state=existing
 	from=$(($(stat -c %s "$log" 2>/dev/null || echo 0) + 1))
 	setsid etcd --name "m$port" --data-dir "$dir/data" \
-		--listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
+		--listen-client-urls "$scheme://127.0.0.1:$port" --advertise-client-urls "$scheme://127.0.0.1:$port" \
 		--listen-peer-urls "http://127.0.0.1:$((port + 1))" \
 		--initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
 		--initial-cluster "$cluster" --initial-cluster-state "$state" \
 		--initial-cluster-token "pglease-$spec" \
-		--heartbeat-interval 50 --election-timeout 500 \
+		--heartbeat-interval 50 --election-timeout 500 ${extra[@]+"${extra[@]}"} \
 		>>"$log" 2>&1 </dev/null &
 	echo $! >"$dir/etcd.pid"
 	# up to 20 s for a healthy member (a cluster member waits for its quorum)
@@ -91,7 +130,7 @@ start_on() {
 			tail -20 "$log" >&2
 			die "etcd on port $port exited (log: $log)"
 		fi
-		if curl -s -m 1 "http://127.0.0.1:$port/health" 2>/dev/null | grep -q '"health":"true"'; then
+		if "${health[@]}" "$scheme://127.0.0.1:$port/health" 2>/dev/null | grep -q '"health":"true"'; then
 			return 0
 		fi
 		sleep 0.05
@@ -116,9 +155,15 @@ pair_port() {
 
 case "$cmd" in
 start)
-	port="${3:-}"; spec="${4:-}"
+	port="" spec=""
+	shift 2
+	if [ $# -gt 0 ] && [[ "$1" != --* ]]; then port="$1"; shift; fi
+	if [ $# -gt 0 ] && [[ "$1" != --* ]]; then spec="$1"; shift; fi
+	options "$@"
 	mkdir -p "$dir"
 	dir="$(cd "$dir" && pwd)"
+	: >"$dir/options"
+	[ $# -eq 0 ] || printf '%q ' "$@" >"$dir/options"
 	if [ -z "$port" ] && [ -s "$dir/port" ]; then
 		port="$(cat "$dir/port")"
 		spec="$(cat "$dir/cluster")"
@@ -157,7 +202,8 @@ kill)
 restart)
 	[ -f "$dir/port" ] || die "$dir holds no member started by etcd.sh start"
 	"$0" stop "$dir"
-	"$0" start "$dir" "$(cat "$dir/port")" "$(cat "$dir/cluster")"
+	eval "opts=($(cat "$dir/options" 2>/dev/null))"
+	"$0" start "$dir" "$(cat "$dir/port")" "$(cat "$dir/cluster")" ${opts[@]+"${opts[@]}"}
 	;;
 *)
 	die "unknown command '$cmd' (start, stop, kill, restart)"

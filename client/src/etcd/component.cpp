@@ -1,5 +1,5 @@
 // etcd/component.cpp -- the pglease::etcd component's registration: the
-// etcd:// scheme, registered with connect() by a static initializer when this
+// etcd:// and etcds:// schemes, registered with connect() by a static initializer when this
 // object is linked in.
 //
 // Nothing references this object, so a linker taking pglease_etcd from a
@@ -22,6 +22,7 @@ pglease_etcd_component(void)
 namespace {
 
 [[maybe_unused]] const bool etcd_registered =
-    pglease::detail::register_provider("etcd", pglease::detail::connect_etcd);
+    pglease::detail::register_provider("etcd", pglease::detail::connect_etcd) &&
+    pglease::detail::register_provider("etcds", pglease::detail::connect_etcd);
 
 } // namespace

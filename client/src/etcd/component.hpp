@@ -1,5 +1,5 @@
 // etcd/component.hpp -- the provider of the pglease::etcd component, as
-// component.cpp registers it with connect(): etcd:// (etcd/locker.cpp).
+// component.cpp registers it with connect(): etcd:// and etcds:// (etcd/locker.cpp).
 #pragma once
 
 #include <memory>

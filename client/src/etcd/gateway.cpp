@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <mutex>
 #include <new>
+#include <optional>
+#include <tuple>
 
 namespace pglease::detail::etcd {
 
@@ -29,20 +31,6 @@ using std::chrono::milliseconds;
 
 constexpr int grpc_cancelled = 1;
 constexpr int grpc_unavailable = 14;
-
-// shown -- the URL as an error may quote it: with any user or password
-// masked (the parser refuses them anyway, without quoting them)
-std::string
-shown(std::string_view url)
-{
-	return redact(url, url);
-}
-
-Error
-bad_url(std::string_view url, const std::string &what)
-{
-	return Error{Errc::invalid_argument, "22023", "invalid etcd URL \"" + shown(url) + "\": " + what};
-}
 
 std::once_flag curl_initialized;
 
@@ -109,14 +97,6 @@ public:
 	{
 		if (!curl_)
 			throw std::bad_alloc();
-		headers_ = curl_slist_append(nullptr, "Content-Type: application/json");
-		// no "Expect: 100-continue" round trip for larger bodies
-		if (headers_)
-			headers_ = curl_slist_append(headers_, "Expect:");
-		if (!headers_) {
-			curl_easy_cleanup(curl_);
-			throw std::bad_alloc();
-		}
 	}
 	~CurlHandle()
 	{
@@ -126,10 +106,26 @@ public:
 	CurlHandle(const CurlHandle &) = delete;
 	CurlHandle &operator=(const CurlHandle &) = delete;
 
-	// prepare -- a POST of body to url, bounded by the timeouts
-	void prepare(const std::string &url, const std::string &body, milliseconds connect, milliseconds total)
+	// prepare -- a POST of body to url, bounded by the timeouts, with the
+	// target's TLS material and the token (if any) in the Authorization header
+	void prepare(const std::string &url, const std::string &body, milliseconds connect, milliseconds total,
+	             const Target &target, const std::string &token)
 	{
 		curl_easy_reset(curl_);
+		curl_slist_free_all(headers_);
+		headers_ = nullptr;
+		// no "Expect: 100-continue" round trip for larger bodies
+		for (std::string h : {std::string("Content-Type: application/json"), std::string("Expect:"),
+		                      token.empty() ? std::string() : "Authorization: " + token}) {
+			if (h.empty())
+				continue;
+			curl_slist *more = curl_slist_append(headers_, h.c_str());
+			if (!more)
+				throw std::bad_alloc();
+			headers_ = more;
+		}
+		error_[0] = '\0';
+		curl_easy_setopt(curl_, CURLOPT_ERRORBUFFER, error_);
 		curl_easy_setopt(curl_, CURLOPT_URL, url.c_str());
 		curl_easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, headers_);
@@ -137,37 +133,105 @@ public:
 		curl_easy_setopt(curl_, CURLOPT_COPYPOSTFIELDS, body.c_str());
 		curl_easy_setopt(curl_, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::max(connect.count(), 1L)));
 		curl_easy_setopt(curl_, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max(total.count(), 1L)));
+		if (target.tls) {
+			// verification on, always (libcurl's defaults, set so no reset can lose them)
+			curl_easy_setopt(curl_, CURLOPT_SSL_VERIFYPEER, 1L);
+			curl_easy_setopt(curl_, CURLOPT_SSL_VERIFYHOST, 2L);
+			if (!target.ca_file.empty())
+				curl_easy_setopt(curl_, CURLOPT_CAINFO, target.ca_file.c_str());
+			if (!target.cert_file.empty()) {
+				curl_easy_setopt(curl_, CURLOPT_SSLCERT, target.cert_file.c_str());
+				curl_easy_setopt(curl_, CURLOPT_SSLKEY, target.key_file.c_str());
+			}
+		}
 	}
 	CURL *get() const noexcept { return curl_; }
+	// what went wrong, in libcurl's words: its error buffer, else the code's text
+	std::string why(CURLcode rc) const { return error_[0] ? error_ : curl_easy_strerror(rc); }
 
 private:
 	CURL *curl_;
 	curl_slist *headers_ = nullptr;
+	char error_[CURL_ERROR_SIZE] = {};
 };
 
-Result<std::vector<Endpoint>>
-parse_url(std::string_view url) noexcept
+namespace {
+
+// tls_refusal -- a failed transfer that no retry will mend, as the Error to
+// give: the server's certificate refused (unknown CA, expired, another
+// host), ours refused (a TLS alert from the server), a file libcurl could
+// not use, or TLS spoken to a plain server; nullopt for the rest
+std::optional<Error>
+tls_refusal(CURLcode rc, const std::string &where, const std::string &why)
 {
-	try {
-		constexpr std::string_view scheme = "etcd://";
-		if (url.substr(0, scheme.size()) != scheme)
-			return bad_url(url, "does not start with etcd://");
-		std::string_view rest = url.substr(scheme.size());
-		// never quoted: what comes before '@' is a user and maybe a password
-		if (rest.find('@') != std::string_view::npos)
+	auto has = [&](const char *text) { return why.find(text) != std::string::npos; };
+	switch (rc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return Error{Errc::permission, "",
+		             "etcd " + where + ": the server's TLS certificate was refused (" + why +
+		                 "); check cacert= and the host name in the URL"};
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CIPHER:
+		return Error{Errc::invalid_argument, "22023",
+		             "etcd " + where + ": the TLS material could not be used (" + why + ")"};
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+		if (has("wrong version number") || has("packet length too long"))
 			return Error{Errc::invalid_argument, "22023",
-			             "invalid etcd URL: a user or password (\"user:password@\") is not supported by the "
-			             "etcd provider yet; write etcd://host:port[,host:port...]"};
-		if (rest.find_first_of("/?#") != std::string_view::npos)
-			return bad_url(url, "only etcd://host:port[,host:port...] (no path, query or user)");
-		auto endpoints = parse_host_list(rest);
-		if (!endpoints && endpoints.error().code == Errc::invalid_argument)
-			return bad_url(url, endpoints.error().message);
-		return endpoints;
-	} catch (...) {
-		return Error{Errc::internal, "", "out of memory"};
+			             "etcd " + where + ": the server does not speak TLS (" + why +
+			                 "); write etcd:// for a plain-HTTP server"};
+		if (has("alert"))
+			return Error{Errc::permission, "",
+			             "etcd " + where + ": the server refused the TLS connection (" + why +
+			                 "); does it require a client certificate (cert=, key=) it trusts?"};
+		return std::nullopt;
+	default:
+		return std::nullopt;
 	}
 }
+
+// handshake_refusal -- why a TLS connection broke right after its handshake,
+// if the server refuses our certificate: under TLS 1.3 the server checks the
+// client's certificate after the client's side of the handshake is done, so
+// its refusal may reach us as a reset instead of an alert.  A TLS 1.2
+// handshake (connect only, within `budget`) gets the alert during the
+// handshake; only on this failure path, the requests themselves keep TLS 1.3.
+std::optional<Error>
+handshake_refusal(CURLcode rc, const std::string &url, const Target &target, milliseconds budget)
+{
+	if (!target.tls || (rc != CURLE_SEND_ERROR && rc != CURLE_RECV_ERROR && rc != CURLE_SSL_CONNECT_ERROR &&
+	                    rc != CURLE_GOT_NOTHING))
+		return std::nullopt;
+	try {
+		CurlHandle probe;
+		probe.prepare(url, std::string(), budget, budget, target, std::string());
+		curl_easy_setopt(probe.get(), CURLOPT_SSLVERSION,
+		                 static_cast<long>(CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2));
+		curl_easy_setopt(probe.get(), CURLOPT_CONNECT_ONLY, 1L);
+		CURLcode probed = curl_easy_perform(probe.get());
+		if (probed == CURLE_OK)
+			return std::nullopt;
+		return tls_refusal(probed, url, probe.why(probed));
+	} catch (...) {
+		return std::nullopt;
+	}
+}
+
+// token_refused -- etcd wants a (new) token: it expired or was dropped (auth
+// disabled and enabled again), the auth store changed since it was issued,
+// or none was sent while auth is on
+bool
+token_refused(const Reply &reply)
+{
+	const std::string &m = reply.message;
+	return m.find("invalid auth token") != std::string::npos ||
+	       m.find("auth store is old") != std::string::npos ||
+	       m.find("user name is empty") != std::string::npos;
+}
+
+} // namespace
 
 std::string
 base64_encode(std::string_view bytes)
@@ -249,10 +313,10 @@ int64_of(const Json &object, const char *field) noexcept
 	}
 }
 
-Gateway::Gateway(std::vector<Endpoint> endpoints, const ClientOptions &options) : options_(options)
+Gateway::Gateway(Target target, const ClientOptions &options) : options_(options), target_(std::move(target))
 {
 	std::call_once(curl_initialized, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-	for (auto &e : endpoints)
+	for (auto &e : target_.endpoints)
 		endpoints_.push_back(
 		    EndpointState{std::move(e), Backoff{options.backoff_initial, options.backoff_max}, {}, {}});
 }
@@ -263,7 +327,7 @@ std::string
 Gateway::url_of(std::size_t index, std::string_view path) const
 {
 	// to_string brackets an IPv6 host, as a URL (and curl) wants it
-	return "http://" + to_string(endpoints_[index].endpoint) + std::string(path);
+	return (target_.tls ? "https://" : "http://") + to_string(endpoints_[index].endpoint) + std::string(path);
 }
 
 std::unique_ptr<CurlHandle>
@@ -369,74 +433,164 @@ reply_of(Json parsed)
 
 } // namespace
 
+std::pair<std::string, std::uint64_t>
+Gateway::token() noexcept
+{
+	std::lock_guard<std::mutex> lk(mu_);
+	try {
+		return {token_, token_gen_};
+	} catch (...) {
+		return {std::string(), token_gen_};
+	}
+}
+
+// authenticate -- a new token for the target's user, unless another thread
+// got one since the token of generation `stale` was read.  A refused
+// password is Errc::permission; etcd with auth off leaves the token empty.
+Result<void>
+Gateway::authenticate(std::uint64_t stale, Clock::time_point deadline)
+{
+	std::lock_guard<std::mutex> one_at_a_time(auth_mu_);
+	if (token().second != stale)
+		return {};
+	const Json request = {{"name", target_.user}, {"password", target_.password}};
+	auto r = exchange("/v3/auth/authenticate", request.dump(), std::string(), deadline);
+	if (!r)
+		return r.error();
+	std::string token;
+	if (r->grpc_code != 0) {
+		// 9 FAILED_PRECONDITION "authentication is not enabled": no token needed
+		if (r->message.find("authentication is not enabled") == std::string::npos)
+			return Error{Errc::permission, "",
+			             "etcd: authentication of user \"" + target_.user + "\" refused: " + r->message};
+	} else {
+		token = r->body.value("token", "");
+		if (token.empty())
+			return Error{Errc::internal, "", "etcd: /v3/auth/authenticate answered no token"};
+	}
+	std::lock_guard<std::mutex> lk(mu_);
+	token_ = std::move(token);
+	token_gen_++;
+	return {};
+}
+
 Result<Reply>
 Gateway::post(std::string_view path, const Json &body, Clock::time_point deadline) noexcept
 {
 	try {
 		const std::string payload = body.dump();
-		std::string failures;
-		auto order = attempt_order();
-		if (order.empty()) {
-			std::lock_guard<std::mutex> lk(mu_);
-			std::string last;
-			for (const auto &e : endpoints_)
-				last += (last.empty() ? "" : "; ") + e.last_error;
-			return Error{Errc::unavailable, "",
-			             "etcd: every endpoint is in reconnect backoff (last errors: " + last + ")"};
+		if (target_.user.empty()) {
+			auto r = exchange(path, payload, std::string(), deadline);
+			if (r && r->grpc_code != 0 && r->message.find("user name is empty") != std::string::npos)
+				return Error{Errc::permission, "",
+				             "etcd requires authentication (" + r->message +
+				                 "): write etcd[s]://user:password@host:port,..."};
+			return r;
 		}
-		for (std::size_t k = 0; k < order.size(); k++) {
-			const std::size_t i = order[k];
-			auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
-			if (left <= milliseconds{0}) {
-				failures += (failures.empty() ? "" : "; ") + std::string("the call's deadline passed");
-				break;
-			}
-			// an equal share of what is left for this endpoint and each one
-			// after it: a frozen member (its kernel still accepts the
-			// connection, nobody answers) costs its share, not the whole call
-			auto share = left / static_cast<long>(order.size() - k);
-			auto handle = borrow();
-			if (!handle)
-				return Error{Errc::internal, "", "out of memory"};
-			std::string url = url_of(i, path);
-			std::string received;
-			handle->prepare(url, payload, std::min(options_.connect_timeout, share), share);
-			curl_easy_setopt(handle->get(), CURLOPT_WRITEFUNCTION, append_to_string);
-			curl_easy_setopt(handle->get(), CURLOPT_WRITEDATA, &received);
-			CURLcode rc = curl_easy_perform(handle->get());
-			if (rc != CURLE_OK) {
-				std::string what = "etcd " + url + ": " + curl_easy_strerror(rc);
-				failures += (failures.empty() ? "" : "; ") + what;
-				unreachable(i);
-				{
-					std::lock_guard<std::mutex> lk(mu_);
-					endpoints_[i].last_error = what;
-				}
-				continue; // the handle is dropped with its broken connection
-			}
-			give_back(std::move(handle));
-			Json parsed = Json::parse(received, nullptr, false);
-			if (parsed.is_discarded() || !parsed.is_object())
-				return Error{Errc::internal, "",
-				             "etcd " + url + ": not a JSON object: " + received.substr(0, 200)};
-			Reply reply = reply_of(std::move(parsed));
-			if (reply.grpc_code == grpc_unavailable || reply.grpc_code == grpc_cancelled) {
-				// no leader, or the member is stopping (its gateway's own connection
-				// "is closing": CANCELLED): another member may answer.  Every
-				// request here may be sent again (reads, a put-if-absent, a
-				// keep-alive, a revoke or delete of what may be gone already).
-				failures += (failures.empty() ? "" : "; ") + ("etcd " + url + ": " + reply.message);
-				continue;
-			}
-			reachable(i);
-			return reply;
+		auto [sent, generation] = token();
+		if (generation == 0) {
+			if (auto ok = authenticate(0, deadline); !ok)
+				return ok.error();
+			std::tie(sent, generation) = token();
 		}
-		return Error{Errc::unavailable, "", failures};
+		auto r = exchange(path, payload, sent, deadline);
+		if (!r || r->grpc_code == 0 || !token_refused(*r))
+			return r;
+		// once: a token refused right after it was issued is not an expiry
+		if (auto ok = authenticate(generation, deadline); !ok)
+			return ok.error();
+		r = exchange(path, payload, token().first, deadline);
+		if (r && r->grpc_code != 0 && token_refused(*r))
+			return Error{Errc::permission, "",
+			             "etcd refused the token of user \"" + target_.user +
+			                 "\" just issued: " + r->message};
+		return r;
 	} catch (const std::bad_alloc &) {
 		return Error{Errc::internal, "", "out of memory"};
 	} catch (const std::exception &e) {
 		return Error{Errc::internal, "", std::string("etcd: ") + e.what()};
 	}
+}
+
+// exchange -- one request, failing over among the endpoints (post's rules)
+Result<Reply>
+Gateway::exchange(std::string_view path, const std::string &payload, const std::string &token,
+                  Clock::time_point deadline)
+{
+	std::string failures;
+	std::optional<Error> refused; // a TLS refusal: reported if nobody answers
+	auto order = attempt_order();
+	if (order.empty()) {
+		std::lock_guard<std::mutex> lk(mu_);
+		std::string last;
+		for (const auto &e : endpoints_)
+			last += (last.empty() ? "" : "; ") + e.last_error;
+		return Error{Errc::unavailable, "",
+		             "etcd: every endpoint is in reconnect backoff (last errors: " + last + ")"};
+	}
+	for (std::size_t k = 0; k < order.size(); k++) {
+		const std::size_t i = order[k];
+		auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+		if (left <= milliseconds{0}) {
+			failures += (failures.empty() ? "" : "; ") + std::string("the call's deadline passed");
+			break;
+		}
+		// an equal share of what is left for this endpoint and each one
+		// after it: a frozen member (its kernel still accepts the
+		// connection, nobody answers) costs its share, not the whole call
+		auto share = left / static_cast<long>(order.size() - k);
+		auto handle = borrow();
+		if (!handle)
+			return Error{Errc::internal, "", "out of memory"};
+		std::string url = url_of(i, path);
+		std::string received;
+		handle->prepare(url, payload, std::min(options_.connect_timeout, share), share, target_, token);
+		curl_easy_setopt(handle->get(), CURLOPT_WRITEFUNCTION, append_to_string);
+		curl_easy_setopt(handle->get(), CURLOPT_WRITEDATA, &received);
+		CURLcode rc = curl_easy_perform(handle->get());
+		if (rc != CURLE_OK) {
+			std::string what = "etcd " + url + ": " + handle->why(rc);
+			failures += (failures.empty() ? "" : "; ") + what;
+			auto tls = tls_refusal(rc, url, handle->why(rc));
+			if (!tls)
+				tls = handshake_refusal(rc, url, target_,
+				                        std::min(options_.connect_timeout,
+				                                 std::chrono::ceil<milliseconds>(deadline - Clock::now())));
+			if (tls) {
+				refused = std::move(tls); // not a reachability problem: no backoff
+				continue;
+			}
+			unreachable(i);
+			{
+				std::lock_guard<std::mutex> lk(mu_);
+				endpoints_[i].last_error = what;
+			}
+			continue; // the handle is dropped with its broken connection
+		}
+		give_back(std::move(handle));
+		Json parsed = Json::parse(received, nullptr, false);
+		if (parsed.is_discarded() || !parsed.is_object()) {
+			if (received.find("HTTP request to an HTTPS server") != std::string::npos)
+				return Error{Errc::invalid_argument, "22023",
+				             "etcd " + url + ": the server speaks TLS only: write etcds:// (with cacert=)"};
+			return Error{Errc::internal, "",
+			             "etcd " + url + ": not a JSON object: " + received.substr(0, 200)};
+		}
+		Reply reply = reply_of(std::move(parsed));
+		if (reply.grpc_code == grpc_unavailable || reply.grpc_code == grpc_cancelled) {
+			// no leader, or the member is stopping (its gateway's own connection
+			// "is closing": CANCELLED): another member may answer.  Every
+			// request here may be sent again (reads, a put-if-absent, a
+			// keep-alive, a revoke or delete of what may be gone already).
+			failures += (failures.empty() ? "" : "; ") + ("etcd " + url + ": " + reply.message);
+			continue;
+		}
+		reachable(i);
+		return reply;
+	}
+	if (refused)
+		return *refused;
+	return Error{Errc::unavailable, "", failures};
 }
 
 Result<bool>
@@ -453,7 +607,7 @@ Gateway::wait_deleted(std::string_view key, std::int64_t start_revision, millise
 		CurlHandle handle; // a stream ends its connection's reuse: a handle of its own
 		WatchStream stream;
 		std::string url = url_of(index, "/v3/watch");
-		handle.prepare(url, request.dump(), options_.connect_timeout, timeout);
+		handle.prepare(url, request.dump(), options_.connect_timeout, timeout, target_, token().first);
 		curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, watch_chunk);
 		curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &stream);
 		CURLcode rc = curl_easy_perform(handle.get());
@@ -463,7 +617,7 @@ Gateway::wait_deleted(std::string_view key, std::int64_t start_revision, millise
 			return false;
 		std::string why = !stream.error.empty() ? stream.error
 		                  : stream.canceled     ? std::string("watch canceled")
-		                                        : std::string(curl_easy_strerror(rc));
+		                                        : handle.why(rc);
 		if (rc == CURLE_OK)
 			why = "the watch stream ended";
 		return Error{Errc::unavailable, "", "etcd " + url + ": " + why};

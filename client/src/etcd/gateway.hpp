@@ -9,10 +9,20 @@
 // of pglease::etcd.  The price: keys, values and int64s travel as base64 and
 // decimal strings, and a watch is a chunked HTTP stream read by a callback.
 //
+// etcds:// (etcd/url.hpp) speaks HTTPS, the server's certificate always
+// verified and its host name checked.  With a user and password, a token from
+// /v3/auth/authenticate goes with every request (the Authorization header
+// the gateway hands to etcd); a request etcd answers with "invalid auth
+// token" (expired, or auth disabled and enabled again), "revision of auth
+// store is old" or "user name is empty" is authenticated again once and sent
+// again, within the deadline of the call.
+//
 // No recipe lives here (see etcd/locker.cpp).
 //
-// Locking: Gateway::mu_ guards the idle curl handles, the preferred endpoint
-// and the backoff state; no lock is held across a request.
+// Locking: Gateway::mu_ guards the idle curl handles, the preferred endpoint,
+// the backoff state and the token; no lock is held across a request except
+// auth_mu_, which lets one thread at a time authenticate (the others then
+// take its token).
 #pragma once
 
 #include <chrono>
@@ -20,12 +30,14 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "detail/backoff.hpp"
 #include "detail/endpoints.hpp"
+#include "etcd/url.hpp"
 #include "pglease/options.hpp"
 #include "pglease/result.hpp"
 
@@ -34,12 +46,6 @@ namespace pglease::detail::etcd {
 using Json = nlohmann::json;
 
 using Endpoint = detail::HostPort;
-
-/// The endpoints of etcd://h1:p1[,h2:p2,...], or Errc::invalid_argument
-/// naming what is wrong, before any I/O: the host:port list every provider
-/// reads (detail/endpoints.hpp: [v6]:port accepted, a port 1-65535).  User and password (etcd://user:pw@...)
-/// are refused without quoting them: etcd authentication is not supported yet.
-Result<std::vector<Endpoint>> parse_url(std::string_view url) noexcept;
 
 std::string base64_encode(std::string_view bytes);
 /// The bytes of base64 text (invalid characters are skipped).
@@ -60,14 +66,18 @@ class CurlHandle;
 
 class Gateway {
 public:
-	Gateway(std::vector<Endpoint> endpoints, const ClientOptions &options);
+	Gateway(Target target, const ClientOptions &options);
 	~Gateway();
 	Gateway(const Gateway &) = delete;
 	Gateway &operator=(const Gateway &) = delete;
 
 	/// POST body to path (e.g. "/v3/kv/range") on the preferred endpoint,
 	/// failing over to the next one on connection trouble or gRPC
-	/// UNAVAILABLE (no leader, a member shutting down).  Errc::unavailable
+	/// UNAVAILABLE (no leader, a member shutting down).  A TLS refusal
+	/// (the server's certificate, or ours) is Errc::permission, a file
+	/// curl cannot use or a TLS/plain mismatch invalid_argument, when no
+	/// other endpoint answered.  A refused password is Errc::permission.
+	/// Errc::unavailable
 	/// when no endpoint answered by deadline (at once while every endpoint is
 	/// in reconnect backoff).  One deadline for the whole call: each endpoint
 	/// tried gets an equal share of the time left (the last one all of it),
@@ -85,6 +95,10 @@ public:
 	                                        std::chrono::milliseconds timeout) noexcept;
 
 private:
+	Result<Reply> exchange(std::string_view path, const std::string &payload, const std::string &token,
+	                       std::chrono::steady_clock::time_point deadline);
+	Result<void> authenticate(std::uint64_t stale, std::chrono::steady_clock::time_point deadline);
+	std::pair<std::string, std::uint64_t> token() noexcept;
 	std::unique_ptr<CurlHandle> borrow() noexcept;
 	void give_back(std::unique_ptr<CurlHandle> handle) noexcept;
 	std::vector<std::size_t> attempt_order() noexcept;
@@ -100,7 +114,11 @@ private:
 	};
 
 	ClientOptions options_;
+	Target target_; // its endpoints moved to endpoints_
+	std::mutex auth_mu_;
 	std::mutex mu_;
+	std::string token_;           // empty: none (yet, or etcd's auth is off)
+	std::uint64_t token_gen_ = 0; // authentications so far
 	std::vector<EndpointState> endpoints_;
 	std::size_t preferred_ = 0;
 	std::vector<std::unique_ptr<CurlHandle>> idle_;

@@ -746,10 +746,10 @@ private:
 Result<std::unique_ptr<Locker>>
 connect_etcd(std::string_view url, const ClientOptions &options)
 {
-	auto endpoints = etcd::parse_url(url);
-	if (!endpoints)
-		return endpoints.error();
-	auto gateway = std::make_shared<Gateway>(std::move(*endpoints), options);
+	auto target = etcd::parse_target(url, options);
+	if (!target)
+		return target.error();
+	auto gateway = std::make_shared<Gateway>(std::move(*target), options);
 	auto locker =
 	    std::make_unique<EtcdLocker>(std::make_shared<Api>(std::move(gateway)), options.max_idle_connections);
 	return handed_out(std::move(locker));
