@@ -327,7 +327,8 @@ TEST(ZookeeperAuthUrl, MalformedCredentialsAreRefusedWithoutThePassword)
 	                      "zookeeper://alice:@127.0.0.1:2182", "zookeeper://alice:s3cret%zz@127.0.0.1:2182",
 	                      "zookeeper://alice:s3cret-Pw@127.0.0.1:0", "zookeeper://alice:s3cret-Pw@127.0.0.1",
 	                      "zookeeper://alice:s3cret-Pw@127.0.0.1:2182/x?other=1",
-	                      "zookeeper://alice:s3cret-Pw@127.0.0.1:2182/x/"}) {
+	                      "zookeeper://alice:s3cret-Pw@127.0.0.1:2182/x/", "zookeeper://alice:s3cret,Pw@127.0.0.1:2182",
+	                      "zookeeper://127.0.0.1:2181,alice:s3cret-Pw@127.0.0.1:2182"}) {
 		SCOPED_TRACE(u);
 		auto r = pglease::connect(u);
 		ASSERT_FALSE(r);

@@ -89,6 +89,9 @@ percent_decoded(std::string_view in, std::string &out)
 std::string
 credentials_problem(std::string_view userinfo, std::string &auth)
 {
+	if (userinfo.find(',') != std::string_view::npos)
+		return "a ',' in the credentials (they go before the first host, once; write a ',' of the "
+		       "password as %2C)";
 	auto colon = userinfo.find(':');
 	if (colon == std::string_view::npos)
 		return "credentials need a user name and a password (zookeeper://user:password@...)";
