@@ -254,6 +254,7 @@ TEST_F(ZookeeperAuth, WrongPasswordFailsFastWithPermission)
 		EXPECT_EQ(r.error().code, Errc::permission) << r.error();
 		EXPECT_FALSE(pglease::is_retryable(r.error()));
 		EXPECT_LT(ms_since(started), 1500) << "refused, not waited for";
+		EXPECT_NE(r.error().message.find("wrong password"), std::string::npos) << r.error();
 		EXPECT_TRUE(no_password(r.error().message));
 		EXPECT_EQ(r.error().message.find("wrong-s3cret"), std::string::npos) << r.error();
 	}

@@ -154,6 +154,10 @@ error_of(int rc, const std::string &hosts, const std::string &what)
 	case ZNOTREADONLY:
 		return Error{Errc::unavailable, "", message};
 	case ZNOAUTH:
+		return Error{Errc::permission, "",
+		             message + " (the node's ACL does not let this client's identity do that: a wrong "
+		                       "password or user name in the URL, no credentials, or a node made by another "
+		                       "identity)"};
 	case ZAUTHFAILED:
 		return Error{Errc::permission, "", message};
 	case ZBADARGUMENTS:
