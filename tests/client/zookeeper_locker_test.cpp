@@ -703,14 +703,18 @@ TEST_F(ZookeeperLocker, UrlParserRefusesMalformedHostsAndNeverEchoesAPassword)
 		ASSERT_FALSE(r) << bad;
 		EXPECT_EQ(r.error().code, Errc::invalid_argument) << bad << ": " << r.error();
 	}
-	for (const char *secret : {"zookeeper://alice:s3cr3tPW@127.0.0.1:27000",
-	                           "zookeeper://127.0.0.1:27000,alice:s3cr3tPW@127.0.0.1:27001/x",
-	                           "zookeeper://127.0.0.1:27000/x?password=s3cr3tPW"}) {
+	// credentials inside the host list, a query: refused, the password never quoted
+	for (const char *secret : {"zookeeper://127.0.0.1:27000,alice:s3cr3tPW@127.0.0.1:27001/x",
+	                           "zookeeper://127.0.0.1:27000/x?password=s3cr3tPW",
+	                           "zookeeper://alice:s3cr3tPW@127.0.0.1:99999"}) {
 		auto r = pglease::connect(secret);
-		ASSERT_FALSE(r) << "credentials are not supported (issue 22)";
+		ASSERT_FALSE(r) << secret;
 		EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error();
 		EXPECT_EQ(r.error().message.find("s3cr3tPW"), std::string::npos) << r.error();
 	}
+	// user:password before the hosts is accepted (zookeeper_auth_test uses it)
+	auto with_credentials = pglease::connect("zookeeper://alice:s3cr3tPW@127.0.0.1:27000", quick());
+	EXPECT_TRUE(with_credentials) << with_credentials.error();
 	for (const char *good : {"zookeeper://[::1]:27010", "zookeeper://[::1]:27010,127.0.0.1:27000/x"}) {
 		auto r = pglease::connect(good, quick());
 		EXPECT_TRUE(r) << good << ": " << r.error();

@@ -1,5 +1,5 @@
 // zookeeper/component.cpp -- the pglease::zookeeper component's registration:
-// the zookeeper:// scheme, registered with connect() by a static initializer
+// the zookeeper:// scheme (and zookeepers://, refused), registered with connect() by a static initializer
 // when this object is linked in.
 //
 // As for pglease::redis (redis/component.cpp): nothing references this
@@ -23,5 +23,8 @@ namespace {
 
 [[maybe_unused]] const bool zookeeper_registered =
     pglease::detail::register_provider("zookeeper", pglease::detail::connect_zookeeper);
+// registered only to be refused saying why (no TLS in the C client: target.hpp)
+[[maybe_unused]] const bool zookeepers_registered =
+    pglease::detail::register_provider("zookeepers", pglease::detail::connect_zookeeper);
 
 } // namespace

@@ -16,6 +16,18 @@
 //   reconnect by the GUID in its name, never created twice;
 // - a waiter whose wait ends, or whose acquire fails, deletes its node.
 //
+// Credentials (zookeeper://user:password@...): every session authenticates
+// with the digest scheme (session.hpp), and every node it creates -- the
+// root, its ancestors, the resource's folder, the lock nodes -- gets
+// creator_read_acl(): all permissions for the creator's identity, READ for
+// anyone.  Deleting a lock node needs DELETE on its folder, and re-ACLing
+// the root needs its ADMIN, so another identity, or an unauthenticated
+// client, can neither break a lease nor lock everyone out; nor can it queue
+// (no CREATE): clients sharing a resource share one identity.  check_owned
+// refuses to hold a lease under a folder or root someone else may change
+// (made earlier without credentials).  Without credentials, every node is
+// world:anyone:cdrwa: anyone reaching the servers can break a lease.
+//
 // Token: the lock node's czxid (from the Stat of zoo_create2), the zxid of
 // the transaction that created it.  zxids are totally ordered over the
 // ensemble's whole history (epoch in the high 32 bits), so a later grant of
@@ -393,6 +405,44 @@ private:
 		return {};
 	}
 
+	// check_owned -- with credentials: the resource's folder and the root let
+	// no identity but this client's delete, create, write or re-ACL (READ
+	// only).  Our own lock node's ACL names our identity (the server expands
+	// the "auth" scheme into the ids the session authenticated as).  Checked
+	// after our node exists: a folder with a child cannot be deleted, and
+	// once its ACL is ours nobody else can change it, so the check holds for
+	// the whole lease.  A node made without credentials (world:anyone:cdrwa)
+	// or by another identity is refused with Errc::permission.
+	Result<void> check_owned(Session &s, const std::string &folder, const std::string &node, const Bounds &b)
+	{
+		auto mine = s.get_acl(node, b.until);
+		if (!mine.answered || mine.rc != ZOK)
+			return failure(mine, s.hosts(), "get_acl " + node, b.bound);
+		std::vector<std::string> ours;
+		for (const auto &entry : mine.acl)
+			if (entry.first == ZOO_PERM_ALL)
+				ours.push_back(entry.second);
+		for (const std::string &path : {folder, target_.root}) {
+			auto a = s.get_acl(path, b.until);
+			if (!a.answered || a.rc != ZOK)
+				return failure(a, s.hosts(), "get_acl " + path, b.bound);
+			for (const auto &[perms, id] : a.acl) {
+				if ((perms & ~ZOO_PERM_READ) == 0 || std::find(ours.begin(), ours.end(), id) != ours.end())
+					continue;
+				// "digest:user:hash": the hash stays out of the message
+				auto shown = id.substr(0, id.find(':', id.find(':') + 1));
+				return Error{Errc::permission, "",
+				             "zookeeper " + s.hosts() + ": " + path + " lets " + shown +
+				                 " change it or delete its children, not only \"" + target_.user +
+				                 "\": a lease under it could be broken or blocked by others (made without "
+				                 "credentials or by another identity?); with no lease held, delete it "
+				                 "(zkCli deleteall), or setAcl it to auth::cdrwa,world:anyone:r as \"" +
+				                 target_.user + "\", or use another chroot"};
+			}
+		}
+		return {};
+	}
+
 	// find_protected -- our node after a lost create reply, by its GUID prefix
 	Result<std::optional<LockNode>> find_protected(Session &s, const std::string &folder,
 	                                               const std::string &prefix, const Bounds &b)
@@ -450,7 +500,7 @@ private:
 		if (auto pooled = pool_->take(ttl))
 			return pooled;
 		auto setup = std::min(b.until, deadline_after(Clock::now(), options_.connect_timeout));
-		auto opened = Session::open(target_.hosts, ttl, setup);
+		auto opened = Session::open(target_.hosts, ttl, setup, target_.auth);
 		if (!opened)
 			return opened.error();
 		auto s = std::move(*opened);
@@ -487,6 +537,10 @@ private:
 		auto mine = create_lock_node(*session, folder, holder, b);
 		if (!mine)
 			return mine.error();
+		if (!target_.auth.empty()) {
+			if (auto owned = check_owned(*session, folder, folder + "/" + mine->name, b); !owned)
+				return owned.error(); // the session's dispose deletes our node
+		}
 		return wait_turn(session, folder, *mine, resource, options, b);
 	}
 
@@ -553,6 +607,10 @@ connect_zookeeper(std::string_view url, const ClientOptions &options)
 	auto target = zookeeper::parse_url(url);
 	if (!target)
 		return target.error();
+	if (!options.tls_ca_file.empty() || !options.tls_cert_file.empty() || !options.tls_key_file.empty())
+		return Error{Errc::invalid_argument, "",
+		             "the ZooKeeper provider has no TLS (Debian's ZooKeeper C client is built without it): "
+		             "ClientOptions tls_ca_file, tls_cert_file and tls_key_file must be empty"};
 	auto locker = std::make_unique<ZookeeperLocker>(std::move(*target), options);
 	return handed_out(std::move(locker));
 }

@@ -101,6 +101,16 @@ void_done(int rc, const void *data)
 }
 
 void
+acl_done(int rc, ACL_vector *acl, Stat *, const void *data)
+{
+	finish(data, rc, [&](Answer &a) {
+		for (int i = 0; acl && i < acl->count; i++)
+			a.acl.emplace_back(acl->data[i].perms,
+			                   std::string{acl->data[i].id.scheme} + ":" + acl->data[i].id.id);
+	});
+}
+
+void
 strings_done(int rc, const String_vector *names, const void *data)
 {
 	finish(data, rc, [&](Answer &a) {
@@ -110,6 +120,16 @@ strings_done(int rc, const String_vector *names, const void *data)
 }
 
 } // namespace
+
+const ACL_vector &
+creator_read_acl() noexcept
+{
+	// the C structs take char *; the client only reads them
+	static char auth[] = "auth", empty[] = "", world[] = "world", anyone[] = "anyone";
+	static ACL entries[] = {{ZOO_PERM_ALL, {auth, empty}}, {ZOO_PERM_READ, {world, anyone}}};
+	static ACL_vector acl{2, entries};
+	return acl;
+}
 
 Error
 unanswered(const std::string &hosts, const std::string &what, milliseconds bound)
@@ -134,6 +154,10 @@ error_of(int rc, const std::string &hosts, const std::string &what)
 	case ZNOTREADONLY:
 		return Error{Errc::unavailable, "", message};
 	case ZNOAUTH:
+		return Error{Errc::permission, "",
+		             message + " (the node's ACL does not let this client's identity do that: a wrong "
+		                       "password or user name in the URL, no credentials, or a node made by another "
+		                       "identity)"};
 	case ZAUTHFAILED:
 		return Error{Errc::permission, "", message};
 	case ZBADARGUMENTS:
@@ -146,7 +170,8 @@ error_of(int rc, const std::string &hosts, const std::string &what)
 }
 
 Result<std::unique_ptr<Session>>
-Session::open(const std::string &hosts, milliseconds ttl, Clock::time_point until) noexcept
+Session::open(const std::string &hosts, milliseconds ttl, Clock::time_point until,
+              const std::string &auth) noexcept
 {
 	try {
 		silence_client_log();
@@ -163,10 +188,37 @@ Session::open(const std::string &hosts, milliseconds ttl, Clock::time_point unti
 		if (!s->wait_connected(until))
 			return Error{Errc::unavailable, "",
 			             "zookeeper " + hosts + ": no session within " + format_duration(bound)};
+		if (!auth.empty()) {
+			if (auto done = s->authenticate(auth, until); !done)
+				return done.error();
+		}
 		return s;
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
 	}
+}
+
+// authenticate -- zoo_add_auth with the digest scheme, its verdict waited
+// for.  Messages name the user, never the password.
+Result<void>
+Session::authenticate(const std::string &auth, Clock::time_point until) noexcept
+{
+	const std::string user = auth.substr(0, auth.find(':'));
+	const std::string what = "digest authentication as \"" + user + "\"";
+	auto bound = std::chrono::ceil<milliseconds>(until - Clock::now());
+	Answer a = run(until, [&](zhandle_t *zh, Call *call) {
+		return zoo_add_auth(zh, "digest", auth.data(), static_cast<int>(auth.size()), &void_done, call);
+	});
+	if (!a.answered)
+		return unanswered(hosts_, what, bound);
+	if (a.rc == ZAUTHFAILED || (a.rc == ZINVALIDSTATE && zh_ && zoo_state(zh_) == ZOO_AUTH_FAILED_STATE))
+		return Error{Errc::permission, "",
+		             "zookeeper " + hosts_ + ": " + what +
+		                 " refused: wrong user name or password (the server ends the connection)"};
+	if (a.rc != ZOK)
+		return error_of(a.rc, hosts_, what);
+	authenticated_ = true;
+	return {};
 }
 
 void
@@ -329,7 +381,8 @@ Session::create(const std::string &path, std::string_view data, int mode, Clock:
 {
 	return run(until, [&](zhandle_t *zh, Call *call) {
 		return zoo_acreate2(zh, path.c_str(), data.empty() ? nullptr : data.data(),
-		                    data.empty() ? -1 : static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, mode,
+		                    data.empty() ? -1 : static_cast<int>(data.size()),
+		                    authenticated_ ? &creator_read_acl() : &ZOO_OPEN_ACL_UNSAFE, mode,
 		                    &created, call);
 	});
 }
@@ -348,6 +401,12 @@ Session::children(const std::string &path, Clock::time_point until) noexcept
 	return run(until, [&](zhandle_t *zh, Call *call) {
 		return zoo_aget_children(zh, path.c_str(), 0, &strings_done, call);
 	});
+}
+
+Answer
+Session::get_acl(const std::string &path, Clock::time_point until) noexcept
+{
+	return run(until, [&](zhandle_t *zh, Call *call) { return zoo_aget_acl(zh, path.c_str(), &acl_done, call); });
 }
 
 } // namespace pglease::detail::zookeeper

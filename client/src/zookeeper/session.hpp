@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <zookeeper/zookeeper.h>
@@ -40,6 +41,12 @@ using std::chrono::milliseconds;
 
 /// The Error a ZooKeeper return code amounts to (what: the operation and path).
 [[nodiscard]] Error error_of(int rc, const std::string &hosts, const std::string &what);
+/// The ACL of every node an authenticated session creates: all permissions
+/// for the creator's identity (the "auth" scheme: the digest id the session
+/// authenticated as), READ for anyone.  Deleting a node is the DELETE
+/// permission of its parent, so a lock node under a folder with this ACL can
+/// be deleted by its creator's identity only.
+[[nodiscard]] const ACL_vector &creator_read_acl() noexcept;
 /// Errc::unavailable: no answer to `what` within `bound`.
 [[nodiscard]] Error unanswered(const std::string &hosts, const std::string &what, milliseconds bound);
 
@@ -50,14 +57,21 @@ struct Answer {
 	Stat stat{};                    ///< exists, create
 	std::string path;               ///< create: the node's name as created
 	std::vector<std::string> names; ///< get_children
+	/// get_acl: each entry's perms (ZOO_PERM_*) and "scheme:id"
+	std::vector<std::pair<int, std::string>> acl;
 };
 
 class Session {
 public:
 	/// Connect to hosts with a session timeout of ttl; Errc::unavailable if
-	/// not connected by until.
+	/// not connected by until.  With auth ("user:password"), the session
+	/// authenticates with the digest scheme once connected, waiting for the
+	/// server's verdict (Errc::permission if refused; the C client sends it
+	/// again itself on every reconnect of the session), and every node it
+	/// creates carries creator_read_acl(); without, world:anyone:cdrwa.
 	static Result<std::unique_ptr<Session>> open(const std::string &hosts, milliseconds ttl,
-	                                             Clock::time_point until) noexcept;
+	                                             Clock::time_point until,
+	                                             const std::string &auth = {}) noexcept;
 	/// End a session without waiting: zookeeper_close sends closeSession and
 	/// then waits up to 1.5 s for the server's answer (3 s more to send it),
 	/// which a frozen server never gives, so this runs it on a thread of its
@@ -91,6 +105,7 @@ public:
 	Answer create(const std::string &path, std::string_view data, int mode, Clock::time_point until) noexcept;
 	Answer remove(const std::string &path, Clock::time_point until) noexcept;
 	Answer children(const std::string &path, Clock::time_point until) noexcept;
+	Answer get_acl(const std::string &path, Clock::time_point until) noexcept;
 
 	/// The watcher of the session and of every watch it sets (context: this).
 	static void on_event(zhandle_t *zh, int type, int state, const char *path, void *context) noexcept;
@@ -100,8 +115,10 @@ public:
 private:
 	explicit Session(std::string hosts) : hosts_(std::move(hosts)) {}
 	template <class Start> Answer run(Clock::time_point until, Start start) noexcept;
+	Result<void> authenticate(const std::string &auth, Clock::time_point until) noexcept;
 
 	std::string hosts_;
+	bool authenticated_ = false; // set once in open(): which ACL create() gives
 	zhandle_t *zh_ = nullptr; // set once in open(), cleared by close()
 	std::mutex mu_;
 	std::condition_variable cv_;

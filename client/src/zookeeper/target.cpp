@@ -10,9 +10,8 @@ namespace pglease::detail::zookeeper {
 
 namespace {
 
-// masked -- the URL as an error message may show it: credentials (which
-// this provider does not take, issue 22) replaced by "***", and the query
-// and fragment, which may carry one, left out
+// masked -- the URL as an error message may show it: credentials replaced
+// by "***", and the query and fragment, which may carry one, left out
 std::string
 masked(std::string_view url)
 {
@@ -33,7 +32,7 @@ bad_url(std::string_view url, const std::string &why)
 {
 	return Error{Errc::invalid_argument, "",
 	             "invalid ZooKeeper URL \"" + masked(url) + "\": " + why +
-	                 " (want zookeeper://host:port[,host:port...][/chroot])"};
+	                 " (want zookeeper://[user:password@]host:port[,host:port...][/chroot])"};
 }
 
 // root_problem -- what is wrong with a chroot, or nothing
@@ -62,6 +61,63 @@ root_problem(std::string_view root)
 	return {};
 }
 
+// percent_decoded -- %XX escapes of a URL's user or password decoded; false
+// on a malformed escape
+bool
+percent_decoded(std::string_view in, std::string &out)
+{
+	auto hex = [](char c) {
+		return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	};
+	out.clear();
+	for (std::size_t i = 0; i < in.size(); i++) {
+		if (in[i] != '%') {
+			out += in[i];
+			continue;
+		}
+		if (i + 2 >= in.size() || hex(in[i + 1]) < 0 || hex(in[i + 2]) < 0)
+			return false;
+		out += static_cast<char>(hex(in[i + 1]) * 16 + hex(in[i + 2]));
+		i += 2;
+	}
+	return true;
+}
+
+// credentials_problem -- what is wrong with "user:password" (the URL's
+// userinfo), or nothing; sets auth to the decoded "user:password" that
+// zoo_add_auth's digest scheme takes.  Never quotes the password.
+std::string
+credentials_problem(std::string_view userinfo, std::string &auth)
+{
+	if (userinfo.find(',') != std::string_view::npos)
+		return "a ',' in the credentials (they go before the first host, once; write a ',' of the "
+		       "password as %2C)";
+	auto colon = userinfo.find(':');
+	if (colon == std::string_view::npos)
+		return "credentials need a user name and a password (zookeeper://user:password@...)";
+	std::string user, password;
+	if (!percent_decoded(userinfo.substr(0, colon), user) ||
+	    !percent_decoded(userinfo.substr(colon + 1), password))
+		return "the user name or password has a malformed %XX escape";
+	if (user.empty())
+		return "the user name is empty (the digest scheme needs user:password)";
+	if (password.empty())
+		return "the password is empty";
+	// the digest scheme splits "user:password" at its first ':'
+	if (user.find(':') != std::string::npos)
+		return "the user name must not contain ':'";
+	for (char c : user + password)
+		if (c == '\0')
+			return "the user name or password contains a NUL byte";
+	auth = user + ":" + password;
+	return {};
+}
+
+constexpr std::string_view no_tls =
+    "TLS is not available: Debian's ZooKeeper C client (libzookeeper-mt) is built without it, so "
+    "zookeepers://, cacert=, cert= and key= are refused; reach the ensemble over a trusted network or "
+    "a TLS tunnel (stunnel, a service mesh) to a plain zookeeper:// port";
+
 } // namespace
 
 Result<Target>
@@ -69,16 +125,31 @@ parse_url(std::string_view url) noexcept
 {
 	try {
 		constexpr std::string_view scheme = "zookeeper://";
+		if (url.substr(0, 13) == "zookeepers://")
+			return bad_url(url, std::string{no_tls});
 		if (url.substr(0, scheme.size()) != scheme)
 			return bad_url(url, "not a zookeeper:// URL");
 		auto rest = url.substr(scheme.size());
-		if (rest.find_first_of("?#@") != std::string_view::npos)
-			return bad_url(url, "credentials, queries and fragments are not supported");
+		if (auto query = rest.find('?'); query != std::string_view::npos) {
+			auto params = rest.substr(query + 1);
+			for (std::string_view key : {"cacert=", "cert=", "key="})
+				if (params.substr(0, key.size()) == key || params.find("&" + std::string{key}) != std::string_view::npos)
+					return bad_url(url, std::string{no_tls});
+		}
+		if (rest.find_first_of("?#") != std::string_view::npos)
+			return bad_url(url, "queries and fragments are not supported");
 		auto slash = rest.find('/');
-		std::string_view hosts = rest.substr(0, slash);
+		std::string_view authority = rest.substr(0, slash);
 		Target t;
+		// the last '@' ends the credentials (a password may hold '@')
+		if (auto at = authority.rfind('@'); at != std::string_view::npos) {
+			if (auto problem = credentials_problem(authority.substr(0, at), t.auth); !problem.empty())
+				return bad_url(url, problem);
+			t.user = t.auth.substr(0, t.auth.find(':'));
+			authority.remove_prefix(at + 1);
+		}
 		t.root = slash == std::string_view::npos ? "/pglease" : std::string{rest.substr(slash)};
-		auto nodes = parse_host_list(hosts);
+		auto nodes = parse_host_list(authority);
 		if (!nodes)
 			return nodes.error().code == Errc::invalid_argument ? bad_url(url, nodes.error().message)
 			                                                    : nodes.error();

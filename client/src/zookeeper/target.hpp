@@ -2,11 +2,16 @@
 // lock nodes live: a zookeeper:// URL (docs/design.md#urls), and the one path
 // component a resource name becomes.
 //
-// zookeeper://h1:p1[,h2:p2...][/chroot]
+// zookeeper://[user:password@]h1:p1[,h2:p2...][/chroot]
+// - user:password: the digest scheme's credentials (%XX escapes decoded; the
+//   user name without ':'); every session authenticates with them and every
+//   node the provider creates gets the creator-only ACL (locker.cpp);
+//   error messages never show the password;
 // - the host:port list every provider reads (detail/endpoints.hpp: a name,
-//   an IPv4 address or a bracketed IPv6 literal, [::1]:2181; a port 1-65535)
-//   (credentials, query strings: refused, not ignored; error messages never
-//   show credentials: the provider takes none, authentication is issue 22);
+//   an IPv4 address or a bracketed IPv6 literal, [::1]:2181; a port 1-65535);
+// - no TLS: Debian's C client has none, so zookeepers:// and the query
+//   parameters cacert=, cert=, key= are refused saying so; any other query
+//   or fragment is refused too, not ignored;
 // - /chroot is the parent of every resource's lock folder and defaults to
 //   /pglease; it must be an absolute ZooKeeper path without empty, "." or
 //   ".." components, outside the server's own /zookeeper tree.  It is prefixed by this provider, not handed
@@ -23,9 +28,11 @@ namespace pglease::detail::zookeeper {
 struct Target {
 	std::string hosts; ///< "h1:p1,h2:p2", as zookeeper_init takes it (IPv6 unbracketed: "::1:2181")
 	std::string root;  ///< "/pglease" or the URL's chroot
+	std::string auth;  ///< "user:password" (decoded) for the digest scheme; empty: none
+	std::string user;  ///< auth's user name (messages may show it)
 };
 
-/// Parse zookeeper://h1:p1[,h2:p2...][/chroot]; Errc::invalid_argument with
+/// Parse zookeeper://[user:password@]h1:p1[,h2:p2...][/chroot]; Errc::invalid_argument with
 /// what is wrong otherwise.
 [[nodiscard]] Result<Target> parse_url(std::string_view url) noexcept;
 
