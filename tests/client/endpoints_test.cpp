@@ -9,7 +9,7 @@
 #include "redis/endpoint.hpp"
 #endif
 #if PGLEASE_TEST_ETCD
-#include "etcd/gateway.hpp"
+#include "etcd/url.hpp"
 #endif
 #if PGLEASE_TEST_ZOOKEEPER
 #include "zookeeper/target.hpp"
@@ -128,7 +128,7 @@ provider_verdicts(const std::string &list)
 	    "redis", verdict_of(pglease::detail::redis::parse_url((several ? "redlock://" : "redis://") + list)));
 #endif
 #if PGLEASE_TEST_ETCD
-	out.emplace_back("etcd", verdict_of(pglease::detail::etcd::parse_url("etcd://" + list)));
+	out.emplace_back("etcd", verdict_of(pglease::detail::etcd::parse_target("etcd://" + list, pglease::ClientOptions{})));
 #endif
 #if PGLEASE_TEST_ZOOKEEPER
 	out.emplace_back("zookeeper", verdict_of(pglease::detail::zookeeper::parse_url("zookeeper://" + list)));
