@@ -116,8 +116,9 @@ connect_unredacted(std::string_view url, const ClientOptions &options)
 		return detail::connect_memory(url.substr(7), options);
 	if (scheme_end == std::string_view::npos || colon != scheme_end || scheme_end == 0)
 		return Error{Errc::invalid_argument, "",
-		             "cannot tell the provider of \"" + std::string{url} +
-		                 "\": expected postgresql://..., a libpq key=value string, redis://host:port, "
+		             // the DSN is not quoted: unparsed, its password could not be masked
+		             "cannot tell the provider of the DSN (no scheme:// and not key=value): "
+		                 "expected postgresql://..., a libpq key=value string, redis://host:port, "
 		                 "redlock://h1:p1,h2:p2,h3:p3, etcd://h:p, zookeeper://h:p or memory:"};
 	std::string_view scheme = url.substr(0, scheme_end);
 	detail::ProviderFactory factory = nullptr;

@@ -1142,6 +1142,19 @@ TEST(Redact, MasksUrlUserinfoKeywordValuesAndTheDsnsPassword)
 	EXPECT_EQ(pglease::redact("bad: s3cr3t@x", "postgresql://a:s3cr3t%40x@h/db"), "bad: ****");
 }
 
+// A DSN whose provider cannot be told (no scheme://, not key=value) is refused
+// without quoting it: a password in it must not come back in the message
+TEST(Redact, ConnectNeverQuotesAnUnparsableDsn)
+{
+	for (const std::string &dsn : {std::string{"alice:"} + url_password + "@db.example.com/app",
+	                              std::string{"postgresql:/alice:"} + url_password + "@h/app"}) {
+		auto locker = pglease::connect(dsn);
+		ASSERT_FALSE(locker) << dsn;
+		EXPECT_EQ(locker.error().code, Errc::invalid_argument);
+		EXPECT_EQ(locker.error().message.find(url_password), std::string::npos) << locker.error().message;
+	}
+}
+
 // ---- a frozen server: every call within its bound (issue 19) -------------------------
 //
 // The cluster's processes are stopped with SIGSTOP (postmaster and backends):
