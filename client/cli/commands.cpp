@@ -135,12 +135,13 @@ const std::vector<Scheme> &
 schemes()
 {
 	static const std::vector<Scheme> table{
-	    {"postgresql://", "postgresql://[USER@]HOST[:PORT]/DB", true, true, false},
-	    {"postgres://", "", true, true, true},
-	    {"redis://", "redis://HOST:PORT[/DB]", false, true, false},
-	    {"etcd://", "etcd://H1:P1[,...]", false, true, false},
-	    {"redlock://", "redlock://H1:P1,H2:P2,H3:P3", false, false, false},
-	    {"zookeeper://", "zookeeper://H1:P1[,...][/CHROOT]", false, false, false},
+	    {"postgresql://", "postgresql://[USER[:PW]@]HOST[:PORT]/DB", true, true, false},
+	    {"postgres://", " (or postgres://), a libpq conninfo", true, true, true},
+	    {"redis://", "redis://[[USER]:PW@]HOST:PORT[/DB]", false, true, false},
+	    {"etcd://", "etcd://[USER:PW@]H1:P1[,...]", false, true, false},
+	    {"etcds://", " (TLS: etcds://...?cacert=F&cert=F&key=F)", false, true, true},
+	    {"redlock://", "redlock://[[USER]:PW@]H1:P1,H2:P2,H3:P3", false, false, false},
+	    {"zookeeper://", "zookeeper://[USER:PW@]H1:P1[,...][/CHROOT]", false, false, false},
 	    {"memory:", "memory:NAME (one process)", false, false, false},
 	};
 	return table;
@@ -191,8 +192,8 @@ scheme_lines()
 	std::vector<std::pair<std::string, std::string>> groups; // commands, forms
 	for (const Scheme &scheme : schemes()) {
 		std::string users = users_of(scheme);
-		if (scheme.alias) { // "postgresql://... (or postgres://)"
-			groups.back().second += " (or " + std::string{scheme.prefix} + "), a libpq conninfo";
+		if (scheme.alias) { // its form is what it adds to the line of the scheme before it
+			groups.back().second += std::string{scheme.form};
 			continue;
 		}
 		if (!groups.empty() && groups.back().first == users)

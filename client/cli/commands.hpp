@@ -45,7 +45,8 @@ struct Scheme {
 	std::string_view form;   // what to write: "redis://HOST:PORT[/DB]"
 	bool postgres;           // PostgreSQL with pg_lease
 	bool tokens;             // grants outlive the process and are renewed/released by token
-	bool alias;              // another prefix of the scheme before it in the table
+	bool alias;              // another prefix of the scheme before it in the table;
+	                         // its form is the text it adds to that scheme's line
 };
 
 [[nodiscard]] const std::vector<Command> &commands();

@@ -90,7 +90,16 @@ done
 	grep -oE 'rfind\("[a-z]+:(//)?"' "$ROOT/client/src/connect.cpp" | sed -E 's/rfind\("//; s/"$//'
 	grep -ohE 'register_provider\("[a-z]+"' "$ROOT"/client/src/*/component.cpp |
 		sed -E 's/register_provider\("//; s/"$/:\/\//'
-} | sort -u >"$WORK/schemes"
+} | sort -u >"$WORK/schemes.all"
+# registered only to be refused with a reason (not in the help): zookeepers://,
+# TLS that Debian's ZooKeeper C client does not have
+REFUSED="zookeepers://"
+grep -vxF "$REFUSED" "$WORK/schemes.all" >"$WORK/schemes"
+for scheme in $REFUSED; do
+	rc=0; out="$("$PGLEASE" --dsn "${scheme}127.0.0.1:1" run --resource r --ttl 5s -- true 2>&1)" || rc=$?
+	expect "refused_scheme_says_why_${scheme%%:*}" "exit $rc: $out" \
+		'[ "$rc" -eq 64 ] && grep -q "TLS is not available" <<<"$out"'
+done
 expect connect_schemes_are_read "found $(wc -l <"$WORK/schemes") schemes in client/src (format changed?)" \
 	'[ "$(wc -l <"$WORK/schemes")" -ge 7 ]'
 missing=""
