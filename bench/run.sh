@@ -209,22 +209,47 @@ OUT="$BENCH_DIR/results"
 mkdir -p "$OUT"
 log "setup done; measuring ($MODE: $REPS repetitions)"
 rl="127.0.0.1:${REDLOCK[0]},127.0.0.1:${REDLOCK[1]},127.0.0.1:${REDLOCK[2]}"
-"$DRIVER" \
-	--pg-preload "$(conninfo "$WORK/pre" "$PORT_PRE")" --pg-plain "$(conninfo "$WORK/plain" "$PORT_PLAIN")" \
-	--redis "127.0.0.1:$REDIS" --redis-aof "127.0.0.1:$REDIS_AOF" --redlock "$rl" \
-	--etcd "127.0.0.1:$ETCD" --zookeeper "127.0.0.1:$ZK" \
-	--reps "$REPS" --duration "$DURATION" --hot-duration "$HOT_DURATION" --warmup "$WARMUP" \
-	--resources "$NRES" --scenarios "$SCENARIOS" \
-	--meta "command=\`$CMD\` (from the repository root)" \
-	--meta "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC'); commit $COMMIT" \
-	--meta "machine=$NPROC CPUs, $CPU_MODEL; fdatasync of one 8 kB write on /tmp (\`pg_test_fsync -s 2\`): $FDATASYNC" \
-	--meta "load before the run=load average $LOAD_START, CPU busy $BUSY_START % over 1 s; the 2 cores are shared with other engineers' test runs: the per-run CPU busy and load are in the tables, and the interleaving spreads the noise over every system alike" \
-	--meta "PostgreSQL=$PG_VERSION; two throwaway clusters (scripts/cluster.sh) on Unix sockets: preloaded (pg_lease preloaded, advisory, handmade, the floor) and plain; $SETTINGS; no checkpoint during the measurements, tables filled after the last one" \
-	--meta "Redis=$(redis-server --version | sed 's/ sha=.*//'), on 127.0.0.1: one with \`--save '' --appendonly no\` (Redis as people run it), one with \`--appendonly yes --appendfsync always\`, three plain ones for Redlock" \
-	--meta "etcd=$(etcd --version | head -1), one member (scripts/etcd.sh: default fsync, heartbeat 50 ms, election 500 ms); the provider and the raw client use its JSON gateway" \
-	--meta "ZooKeeper=standalone (scripts/zookeeper.sh: tickTime 200 ms; $ZK_SYNC); C client libzookeeper-mt" \
-	--out-md "$OUT/latest.md" --out-json "$OUT/latest.json" --out-svg "$OUT/latest.svg" ||
-	die "the benchmark driver failed (or some runs failed: see the end of $OUT/latest.md)"
+# measure DRIVER REPS OUT -- one interleaved run of DRIVER over every system: OUT.md, .json, .svg
+measure() {
+	local driver="$1" reps="$2" out="$3"
+	"$driver" \
+		--pg-preload "$(conninfo "$WORK/pre" "$PORT_PRE")" --pg-plain "$(conninfo "$WORK/plain" "$PORT_PLAIN")" \
+		--redis "127.0.0.1:$REDIS" --redis-aof "127.0.0.1:$REDIS_AOF" --redlock "$rl" \
+		--etcd "127.0.0.1:$ETCD" --zookeeper "127.0.0.1:$ZK" \
+		--reps "$reps" --duration "$DURATION" --hot-duration "$HOT_DURATION" --warmup "$WARMUP" \
+		--resources "$NRES" --scenarios "$SCENARIOS" \
+		--meta "command=\`$CMD\` (from the repository root)" \
+		--meta "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC'); commit $COMMIT" \
+		--meta "machine=$NPROC CPUs, $CPU_MODEL; fdatasync of one 8 kB write on /tmp (\`pg_test_fsync -s 2\`): $FDATASYNC" \
+		--meta "load before the run=load average $LOAD_START, CPU busy $BUSY_START % over 1 s; the 2 cores are shared with other engineers' test runs: the per-run CPU busy and load are in the tables, and the interleaving spreads the noise over every system alike" \
+		--meta "PostgreSQL=$PG_VERSION; two throwaway clusters (scripts/cluster.sh) on Unix sockets: preloaded (pg_lease preloaded, advisory, handmade, the floor) and plain; $SETTINGS; no checkpoint during the measurements, tables filled after the last one" \
+		--meta "Redis=$(redis-server --version | sed 's/ sha=.*//'), on 127.0.0.1: one with \`--save '' --appendonly no\` (Redis as people run it), one with \`--appendonly yes --appendfsync always\`, three plain ones for Redlock" \
+		--meta "etcd=$(etcd --version | head -1), one member (scripts/etcd.sh: default fsync, heartbeat 50 ms, election 500 ms); the provider and the raw client use its JSON gateway" \
+		--meta "ZooKeeper=standalone (scripts/zookeeper.sh: tickTime 200 ms; $ZK_SYNC); C client libzookeeper-mt" \
+		--out-md "$out.md" --out-json "$out.json" --out-svg "$out.svg" ||
+			die "the benchmark driver failed (or some runs failed: see the end of $out.md)"
+}
+
+if [ -n "${PGLEASE_BENCH_AB_DRIVER:-}" ]; then
+	# bench/ab_client.sh: driver A (another build) and this one (B), side by side on the
+	# same servers, one repetition each in turn, the order swapped every repetition
+	AB="$WORK/ab"
+	rm -rf "$AB" && mkdir -p "$AB"
+	for rep in $(seq 1 "$REPS"); do
+		order="A B"; [ $((rep % 2)) = 1 ] || order="B A"
+		for side in $order; do
+			log "A/B repetition $rep of $REPS: $side"
+			if [ "$side" = A ]; then measure "$PGLEASE_BENCH_AB_DRIVER" 1 "$AB/A-$rep"; else measure "$DRIVER" 1 "$AB/B-$rep"; fi
+			grep '"scenario"' "$AB/$side-$rep.json" | sed "s/^/$side $rep /" >>"$AB/runs"
+		done
+	done
+	awk -f "$BENCH_DIR/ab_summary.awk" "$AB/runs" >"$AB/summary.md"
+	log "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+	cp "$AB/summary.md" "$OUT/ab.md"
+	cat "$AB/summary.md"
+	exit 0
+fi
+measure "$DRIVER" "$REPS" "$OUT/latest"
 
 log "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 sed -n '/^## Targets/,/^## 1\./p' "$OUT/latest.md" | sed '$d' >&2
