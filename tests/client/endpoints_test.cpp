@@ -202,3 +202,15 @@ TEST(Backoff, HugeFirstDelayDoesNotOverflow)
 }
 
 } // namespace
+
+// the one %XX decoder of every provider's URL (user, password, query values)
+TEST(PercentDecoded, DecodesEscapesAndRefusesBrokenOnes)
+{
+	std::string out;
+	EXPECT_TRUE(pglease::detail::percent_decoded("s3%40cr%3At%2F%25x%2c", out));
+	EXPECT_EQ(out, "s3@cr:t/%x,");
+	EXPECT_TRUE(pglease::detail::percent_decoded("", out));
+	EXPECT_EQ(out, "");
+	for (const char *broken : {"%", "%4", "a%4", "%g1", "%1g", "x%"})
+		EXPECT_FALSE(pglease::detail::percent_decoded(broken, out)) << broken;
+}

@@ -148,4 +148,38 @@ parse_host_list(std::string_view list) noexcept
 	}
 }
 
+namespace {
+
+// hex_value -- a hex digit's value, or -1
+int
+hex_value(char c) noexcept
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+} // namespace
+
+bool
+percent_decoded(std::string_view in, std::string &out) noexcept
+{
+	out.clear();
+	for (std::size_t i = 0; i < in.size(); i++) {
+		if (in[i] != '%') {
+			out += in[i];
+			continue;
+		}
+		if (i + 2 >= in.size() || hex_value(in[i + 1]) < 0 || hex_value(in[i + 2]) < 0)
+			return false;
+		out += static_cast<char>(hex_value(in[i + 1]) * 16 + hex_value(in[i + 2]));
+		i += 2;
+	}
+	return true;
+}
+
 } // namespace pglease::detail

@@ -12,8 +12,8 @@
 // - an IPv6 address without brackets is refused (which ':' would start the
 //   port?);
 // - a port is required (no silent default) and is a decimal from 1 to 65535.
-// The provider keeps what is its own: the scheme, credentials (refused, never
-// quoted), a path (Redis /db, ZooKeeper chroot), a node named twice (Redlock).
+// The provider keeps what is its own: the scheme, credentials (decoded with
+// percent_decoded, never quoted), a path (Redis /db, ZooKeeper chroot), a node named twice (Redlock).
 #pragma once
 
 #include <string>
@@ -38,5 +38,10 @@ bool operator==(const HostPort &a, const HostPort &b) noexcept;
 /// message says what is wrong, quoting the node (not the URL: the caller
 /// prefixes it with the URL as its messages may show it).
 [[nodiscard]] Result<std::vector<HostPort>> parse_host_list(std::string_view list) noexcept;
+
+/// percent_decoded -- in with its %XX escapes decoded into out (a URL's user
+/// or password, a query value); false when a '%' is not followed by two hex
+/// digits.  The one decoder of every provider's URL.
+bool percent_decoded(std::string_view in, std::string &out) noexcept;
 
 } // namespace pglease::detail

@@ -19,36 +19,6 @@ bad(std::string_view url, const std::string &what)
 	return Error{Errc::invalid_argument, "22023", "invalid etcd URL \"" + redact(url, url) + "\": " + what};
 }
 
-int
-hex_value(char c) noexcept
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-// decoded -- %XX escapes decoded; false on a broken escape
-bool
-decoded(std::string_view in, std::string &out)
-{
-	out.clear();
-	for (std::size_t i = 0; i < in.size(); i++) {
-		if (in[i] != '%') {
-			out += in[i];
-			continue;
-		}
-		if (i + 2 >= in.size() || hex_value(in[i + 1]) < 0 || hex_value(in[i + 2]) < 0)
-			return false;
-		out += static_cast<char>(hex_value(in[i + 1]) * 16 + hex_value(in[i + 2]));
-		i += 2;
-	}
-	return true;
-}
-
 // credentials -- user:password (percent-decoded) into target; the password
 // is never quoted
 Result<void>
@@ -60,9 +30,9 @@ credentials(std::string_view url, std::string_view userinfo, Target &target)
 	auto colon = userinfo.find(':');
 	if (colon == std::string_view::npos)
 		return bad(url, "a user needs its password: write user:password@ (etcd's password authentication)");
-	if (!decoded(userinfo.substr(0, colon), target.user))
+	if (!percent_decoded(userinfo.substr(0, colon), target.user))
 		return bad(url, "a broken %XX escape in the user name");
-	if (!decoded(userinfo.substr(colon + 1), target.password))
+	if (!percent_decoded(userinfo.substr(colon + 1), target.password))
 		return Error{Errc::invalid_argument, "22023",
 		             "invalid etcd URL: a broken %XX escape in the password"};
 	if (target.user.empty())
@@ -82,7 +52,7 @@ query(std::string_view url, std::string_view text, Target &target)
 		text = amp == std::string_view::npos ? std::string_view{} : text.substr(amp + 1);
 		auto eq = pair.find('=');
 		std::string name(pair.substr(0, eq)), value;
-		if (eq == std::string_view::npos || !decoded(pair.substr(eq + 1), value) || value.empty())
+		if (eq == std::string_view::npos || !percent_decoded(pair.substr(eq + 1), value) || value.empty())
 			return bad(url, "query parameter \"" + name + "\" needs a value (a path: " + name + "=/path)");
 		if (name == "cacert")
 			target.ca_file = value;

@@ -59,40 +59,6 @@ parse_decimal(std::string_view s, long max)
 	return value <= max ? value : -1;
 }
 
-// hex_value -- a hex digit's value, or -1
-int
-hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-// decoded -- s with its %XX escapes decoded; false when a '%' is not
-// followed by two hex digits
-bool
-decoded(std::string_view s, std::string &out)
-{
-	out.clear();
-	for (std::size_t i = 0; i < s.size(); i++) {
-		if (s[i] != '%') {
-			out += s[i];
-			continue;
-		}
-		int high = i + 2 < s.size() ? hex_value(s[i + 1]) : -1;
-		int low = high < 0 ? -1 : hex_value(s[i + 2]);
-		if (low < 0)
-			return false;
-		out += static_cast<char>(high * 16 + low);
-		i += 2;
-	}
-	return true;
-}
-
 // credentials_of -- "[user]:password" (the userinfo before the last '@');
 // no message quotes any part of it
 Result<Credentials>
@@ -103,7 +69,7 @@ credentials_of(std::string_view url, std::string_view userinfo)
 		return bad_url(url, "credentials must be [user]:password@ (a ':' before the password; "
 		                    "redis://:password@host:port for the default user)");
 	Credentials c;
-	if (!decoded(userinfo.substr(0, colon), c.user) || !decoded(userinfo.substr(colon + 1), c.password))
+	if (!percent_decoded(userinfo.substr(0, colon), c.user) || !percent_decoded(userinfo.substr(colon + 1), c.password))
 		return bad_url(url, "a '%' in the credentials is not followed by two hex digits "
 		                    "(write '%' as %25)");
 	if (c.password.empty())

@@ -61,28 +61,6 @@ root_problem(std::string_view root)
 	return {};
 }
 
-// percent_decoded -- %XX escapes of a URL's user or password decoded; false
-// on a malformed escape
-bool
-percent_decoded(std::string_view in, std::string &out)
-{
-	auto hex = [](char c) {
-		return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-	};
-	out.clear();
-	for (std::size_t i = 0; i < in.size(); i++) {
-		if (in[i] != '%') {
-			out += in[i];
-			continue;
-		}
-		if (i + 2 >= in.size() || hex(in[i + 1]) < 0 || hex(in[i + 2]) < 0)
-			return false;
-		out += static_cast<char>(hex(in[i + 1]) * 16 + hex(in[i + 2]));
-		i += 2;
-	}
-	return true;
-}
-
 // credentials_problem -- what is wrong with "user:password" (the URL's
 // userinfo), or nothing; sets auth to the decoded "user:password" that
 // zoo_add_auth's digest scheme takes.  Never quotes the password.
