@@ -209,7 +209,7 @@ OUT="$BENCH_DIR/results"
 mkdir -p "$OUT"
 log "setup done; measuring ($MODE: $REPS repetitions)"
 rl="127.0.0.1:${REDLOCK[0]},127.0.0.1:${REDLOCK[1]},127.0.0.1:${REDLOCK[2]}"
-# measure DRIVER REPS OUT -- one interleaved run of DRIVER over every system: OUT.md, .json, .svg
+# measure DRIVER REPS OUT -- one interleaved run of DRIVER over every system, written to the files named OUT with .md, .json and .svg after it
 measure() {
 	local driver="$1" reps="$2" out="$3"
 	"$driver" \
