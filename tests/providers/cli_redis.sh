@@ -50,13 +50,13 @@ wait
 "$REDIS" start "$WORK/r0" >/dev/null # on its port again
 
 # acquire / renew / release by token
-token="$("$PGLEASE" acquire --dsn "$URL" --resource cli/tok --ttl 10s)"
+token="$("$PGLEASE" acquire --dsn "$URL" --resource cli/tok --ttl 10s --holder cli-redis)"
 expect "redis_acquire_prints_token" "printed '$token'" '[ "$token" -gt 0 ]'
-rc=0; "$PGLEASE" renew --dsn "$URL" --resource cli/tok --token "$token" --ttl 10s || rc=$?
+rc=0; "$PGLEASE" renew --dsn "$URL" --resource cli/tok --token "$token" --holder cli-redis --ttl 10s || rc=$?
 expect "redis_renew_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
-rc=0; "$PGLEASE" release --dsn "$URL" --resource cli/tok --token "$token" || rc=$?
+rc=0; "$PGLEASE" release --dsn "$URL" --resource cli/tok --token "$token" --holder cli-redis || rc=$?
 expect "redis_release_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
-rc=0; "$PGLEASE" release --dsn "$URL" --resource cli/tok --token "$token" 2>/dev/null || rc=$?
+rc=0; "$PGLEASE" release --dsn "$URL" --resource cli/tok --token "$token" --holder cli-redis 2>/dev/null || rc=$?
 expect "redis_release_again_exits_76" "exit $rc" '[ "$rc" -eq 76 ]'
 
 # redlock: run works with token 0; acquire by token is refused (usage, 64)
