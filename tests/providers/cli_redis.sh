@@ -76,6 +76,23 @@ for case in "77 redis://alice:s3cr3tPW@${URL#redis://}" "64 redis://s3cr3tPW@${U
 	expect "password_never_printed_$n" "exit $rc (want $want): $msg" \
 		'[ "$rc" -eq "$want" ] && ! grep -qE "s3cr3|cr3tPW" <<<"$msg"'
 done
+# ... nor by the token-level commands and status, whichever source gave the DSN
+PW_URL="redis://alice:s3cr3tPW@${URL#redis://}"
+printf '%s\n' "$PW_URL" >"$WORK/dsn"
+for cmd in "acquire --resource cli/pw --ttl 5s" "renew --resource cli/pw --token 1 --holder h --ttl 5s" \
+	"release --resource cli/pw --token 1 --holder h" status; do
+	for source in dsn file env; do
+		rc=0
+		case "$source" in
+		dsn) msg="$("$PGLEASE" --dsn "$PW_URL" $cmd 2>&1)" || rc=$? ;;
+		file) msg="$("$PGLEASE" --dsn-file "$WORK/dsn" $cmd 2>&1)" || rc=$? ;;
+		env) msg="$(PGLEASE_DSN="$PW_URL" "$PGLEASE" $cmd 2>&1)" || rc=$? ;;
+		esac
+		want=77; [ "${cmd%% *}" = status ] && want=64 # status: PostgreSQL only
+		expect "password_never_printed_${cmd%% *}_$source" "exit $rc (want $want): $msg" \
+			'[ "$rc" -eq "$want" ] && ! grep -qE "s3cr3|cr3tPW" <<<"$msg"'
+	done
+done
 rc=0; msg="$("$PGLEASE" run --dsn "$URL/16" --resource cli/db --ttl 5s -- true 2>&1)" || rc=$?
 expect "redis_missing_database_exits_64" "exit $rc: $msg" '[ "$rc" -eq 64 ] && grep -q "database 16" <<<"$msg"'
 
