@@ -344,6 +344,7 @@ db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wai
 		return std::optional<std::int64_t>{r[0].as<std::int64_t>()};
 	});
 }
+
 namespace {
 
 // holder_matched -- CALL (lease.renew or lease.release of (resource, token))
@@ -359,9 +360,11 @@ holder_matched(pqxx::transaction_base &tx, std::string_view resource, std::int64
 {
 	if (holder.empty())
 		return call;
-	return "COALESCE((SELECT " + call +
-	       " FROM lease.leases l WHERE l.resource = " + tx.quote(std::string{resource}) +
-	       " AND l.token = " + std::to_string(token) + " AND l.holder = " + tx.quote(std::string{holder}) +
+	// operators schema-qualified, as the extension's own statements: the
+	// session's search_path cannot change what the match means
+	return "COALESCE((SELECT " + call + " FROM lease.leases l WHERE l.resource OPERATOR(pg_catalog.=) " +
+	       tx.quote(std::string{resource}) + " AND l.token OPERATOR(pg_catalog.=) " + std::to_string(token) +
+	       "::pg_catalog.int8 AND l.holder OPERATOR(pg_catalog.=) " + tx.quote(std::string{holder}) +
 	       "), false)";
 }
 
