@@ -24,6 +24,7 @@
 // process has and prints it on stderr, stdout staying the token alone.
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -38,8 +39,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "advise.hpp"
 #include "child_process.hpp"
