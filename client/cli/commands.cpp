@@ -54,25 +54,31 @@ commands()
 	         {"resource", "NAME", Need::required, "the resource to lock (1 to 256 bytes)"},
 	         {"ttl", "DURATION", Need::required, "the lease's time to live: 250ms, 30s, 5m, 2h"},
 	         {"wait", "DURATION", Need::optional, "how long to wait for the lease (default 0s: try once)"},
-	         {"holder", "LABEL", Need::optional, "the holder's label (default: pglease@HOST:PID:N)"},
+	         {"holder", "LABEL", Need::optional, "the holder's label (default: a new one, printed on stderr)"},
 	     },
 	     "",
-	     "The lease outlives this command until its TTL ends: renew and release it by its token.\n"},
+	     "The lease outlives this command until its TTL ends: renew and release it by its token and\n"
+	     "holder.  stdout is the token alone; without --holder, stderr gets the label made for it:\n"
+	     "  pglease: holder pglease@HOST:PID:RANDOM (renew and release need it as --holder)\n"},
 	    {"renew", DsnUse::tokens, "extend a lease by its token",
 	     {
 	         {"resource", "NAME", Need::required, "the leased resource"},
 	         {"token", "TOKEN", Need::required, "the token acquire printed"},
+	         {"holder", "LABEL", Need::required, "the holder acquire took it as (its --holder or printed label)"},
 	         {"ttl", "DURATION", Need::required, "the new time to live, from now"},
 	     },
 	     "",
-	     "exit status 76: the lease is not held with that token any more.\n"},
+	     "Only the holder's grant is renewed: the token and the holder label must both match.\n"
+	     "exit status 76: the lease is not held with that token by that holder; nothing changed.\n"},
 	    {"release", DsnUse::tokens, "release a lease by its token",
 	     {
 	         {"resource", "NAME", Need::required, "the leased resource"},
 	         {"token", "TOKEN", Need::required, "the token acquire printed"},
+	         {"holder", "LABEL", Need::required, "the holder acquire took it as (its --holder or printed label)"},
 	     },
 	     "",
-	     "exit status 76: the lease is not held with that token any more.\n"},
+	     "Only the holder's grant is released: the token and the holder label must both match.\n"
+	     "exit status 76: the lease is not held with that token by that holder; nothing changed.\n"},
 	    {"status", DsnUse::postgres, "list the current leases (PostgreSQL only)", {}, "",
 	     "One line per lease: resource, holder, token, owner, remaining, session-bound, waiters.\n"},
 	    {"advise", DsnUse::none, "print the lock configuration that fits a job (no server)",

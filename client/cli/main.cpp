@@ -15,9 +15,16 @@
 // Exit codes (docs/cli.md "Exit codes"): 0 success (run: the command's own status, or
 // 128+N if a signal N ended it), 64 usage, 69 server unavailable or
 // extension missing, 70 internal error, 75 not acquired within --wait,
-// 76 lease lost (run) or token not current (renew/release), 77 permission.
+// 76 lease lost (run) or not held with that token by that holder
+// (renew/release), 77 permission.
+//
+// Holders: renew and release name a grant by its token AND the holder label
+// it was acquired with (a token alone may be guessed, or read from the
+// provider's counter); acquire without --holder makes a label no other
+// process has and prints it on stderr, stdout staying the token alone.
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -29,6 +36,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -302,6 +310,21 @@ cmd_run(const std::string &dsn, const Args &args)
 
 // ---- acquire / renew / release / status -----------------------------------------
 
+// new_holder -- acquire's label when --holder is not given:
+// pglease@HOST:PID:RANDOM, 64 random bits so that no other process's label
+// (a reused PID included) is the same, and renew/release must be told it
+std::string
+new_holder()
+{
+	char host[256] = "localhost";
+	(void)gethostname(host, sizeof(host) - 1);
+	std::random_device random;
+	std::ostringstream label;
+	label << "pglease@" << host << ":" << getpid() << ":" << std::hex << std::setfill('0') << std::setw(8)
+	      << random() << std::setw(8) << random();
+	return label.str();
+}
+
 int
 cmd_acquire(const std::string &dsn, const Args &args)
 {
@@ -320,7 +343,7 @@ cmd_acquire(const std::string &dsn, const Args &args)
 	// token (Redlock, memory, ZooKeeper: its grant is its session's) answers
 	// the probe with invalid_argument; one that can answers false.
 	auto caps = locker->capabilities();
-	auto probe = locker->release(resource, std::numeric_limits<std::int64_t>::max());
+	auto probe = locker->release(resource, std::numeric_limits<std::int64_t>::max(), "pglease-probe");
 	if (!caps.distributed || !caps.fencing_token ||
 	    (!probe && probe.error().code == pglease::Errc::invalid_argument))
 		return usage_error("acquire needs a provider whose grants outlive this process and can be renewed "
@@ -331,13 +354,15 @@ cmd_acquire(const std::string &dsn, const Args &args)
 	options.ttl = *ttl;
 	options.wait = *wait;
 	options.auto_renew = false;
-	if (auto h = args.values.find("holder"); h != args.values.end())
-		options.holder = h->second;
+	const auto given = args.values.find("holder");
+	options.holder = given != args.values.end() ? given->second : new_holder();
 	auto lease = locker->acquire(resource, options);
 	if (!lease)
 		return fail(lease.error());
 	// the lease outlives this process until its TTL: do not release it
 	std::cout << lease->detach() << "\n";
+	if (given == args.values.end()) // stdout stays the token alone: T=$(pglease acquire ...)
+		say("holder " + options.holder + " (renew and release need it as --holder)");
 	return 0;
 }
 
@@ -347,6 +372,10 @@ cmd_renew_release(const std::string &dsn, const Args &args, bool renew)
 	std::string error;
 	std::string resource = required(args, "resource", error);
 	auto token = token_arg(args, error);
+	std::string holder = required(args, "holder", error);
+	if (holder.empty() && args.values.count("holder") == 0)
+		error = "--holder is required: the label acquire took the lease as (its --holder, or the one it "
+		        "printed); a token alone may be guessed";
 	std::optional<std::chrono::milliseconds> ttl;
 	if (renew)
 		ttl = duration_arg(args, "ttl", std::nullopt, error);
@@ -356,11 +385,13 @@ cmd_renew_release(const std::string &dsn, const Args &args, bool renew)
 	auto locker = locker_for(dsn, exit_code);
 	if (!locker)
 		return exit_code;
-	auto done = renew ? locker->renew(resource, *token, *ttl) : locker->release(resource, *token);
+	auto done =
+	    renew ? locker->renew(resource, *token, holder, *ttl) : locker->release(resource, *token, holder);
 	if (!done)
 		return fail(done.error());
 	if (!*done) {
-		std::cerr << "pglease: lease \"" << resource << "\" is not held with token " << *token << "\n";
+		say("lease \"" + resource + "\" is not held with token " + std::to_string(*token) + " by holder \"" +
+		    holder + "\": nothing changed");
 		return exit_lost;
 	}
 	return 0;

@@ -79,6 +79,22 @@ Locker::release(std::string_view, std::int64_t) noexcept
 	             "the " + std::string{provider()} + " provider cannot release a lease by its token"};
 }
 
+// a Locker of its own that knows no holders refuses rather than ignore one
+Result<bool>
+Locker::renew(std::string_view, std::int64_t, std::string_view, std::chrono::milliseconds) noexcept
+{
+	return Error{Errc::invalid_argument, "",
+	             "the " + std::string{provider()} + " provider cannot renew a lease by its token and holder"};
+}
+
+Result<bool>
+Locker::release(std::string_view, std::int64_t, std::string_view) noexcept
+{
+	return Error{Errc::invalid_argument, "",
+	             "the " + std::string{provider()} +
+	                 " provider cannot release a lease by its token and holder"};
+}
+
 namespace {
 
 Result<std::unique_ptr<Locker>> connect_unredacted(std::string_view url, const ClientOptions &options);

@@ -343,14 +343,14 @@ LockerBase::check_ttl(milliseconds ttl) const
 }
 
 Result<bool>
-LockerBase::renew_by_token(std::string_view, std::int64_t, milliseconds)
+LockerBase::renew_by_token(std::string_view, std::int64_t, std::string_view, milliseconds)
 {
 	return Error{Errc::invalid_argument, "",
 	             "the " + std::string{provider()} + " provider cannot renew a lease by its token"};
 }
 
 Result<bool>
-LockerBase::release_by_token(std::string_view, std::int64_t)
+LockerBase::release_by_token(std::string_view, std::int64_t, std::string_view)
 {
 	return Error{Errc::invalid_argument, "",
 	             "the " + std::string{provider()} + " provider cannot release a lease by its token"};
@@ -370,15 +370,19 @@ LockerBase::check_token_call(std::string_view resource, std::int64_t token) cons
 	return {};
 }
 
+// renew_checked -- renew with every argument checked; holder empty: any holder
 Result<bool>
-LockerBase::renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept
+LockerBase::renew_checked(std::string_view resource, std::int64_t token, std::string_view holder,
+                          milliseconds ttl) noexcept
 {
 	try {
 		if (auto ok = check_token_call(resource, token); !ok)
 			return ok.error();
+		if (auto ok = check_label("holder", holder, max_holder_bytes); !ok)
+			return ok.error();
 		if (auto ok = check_ttl(ttl); !ok)
 			return ok.error();
-		return renew_by_token(resource, token, ttl);
+		return renew_by_token(resource, token, holder, ttl);
 	} catch (const std::exception &e) {
 		return Error{Errc::internal, "", e.what()};
 	} catch (...) {
@@ -386,18 +390,51 @@ LockerBase::renew(std::string_view resource, std::int64_t token, milliseconds tt
 	}
 }
 
+// release_checked -- release with every argument checked; holder empty: any holder
 Result<bool>
-LockerBase::release(std::string_view resource, std::int64_t token) noexcept
+LockerBase::release_checked(std::string_view resource, std::int64_t token, std::string_view holder) noexcept
 {
 	try {
 		if (auto ok = check_token_call(resource, token); !ok)
 			return ok.error();
-		return release_by_token(resource, token);
+		if (auto ok = check_label("holder", holder, max_holder_bytes); !ok)
+			return ok.error();
+		return release_by_token(resource, token, holder);
 	} catch (const std::exception &e) {
 		return Error{Errc::internal, "", e.what()};
 	} catch (...) {
 		return Error{Errc::internal, "", "unknown exception"};
 	}
+}
+
+// the holder forms refuse an empty holder: "any holder" is the token-only call
+Result<bool>
+LockerBase::renew(std::string_view resource, std::int64_t token, std::string_view holder,
+                  milliseconds ttl) noexcept
+{
+	if (holder.empty())
+		return Error{Errc::invalid_argument, "22023", "holder must not be empty"};
+	return renew_checked(resource, token, holder, ttl);
+}
+
+Result<bool>
+LockerBase::release(std::string_view resource, std::int64_t token, std::string_view holder) noexcept
+{
+	if (holder.empty())
+		return Error{Errc::invalid_argument, "22023", "holder must not be empty"};
+	return release_checked(resource, token, holder);
+}
+
+Result<bool>
+LockerBase::renew(std::string_view resource, std::int64_t token, milliseconds ttl) noexcept
+{
+	return renew_checked(resource, token, {}, ttl);
+}
+
+Result<bool>
+LockerBase::release(std::string_view resource, std::int64_t token) noexcept
+{
+	return release_checked(resource, token, {});
 }
 
 Result<Lease>

@@ -197,7 +197,8 @@ TEST(Errors, SqlstateMappingMatchesExtensionHeaderAndReadme)
 	                                     {"55000", Errc::not_installed},
 	                                     {"0A000", Errc::invalid_argument}};
 	for (const auto &[code, errc] : table) {
-		EXPECT_NE(rt.str().find("| `" + code + "` |"), std::string::npos) << code << " missing from docs/sql.md";
+		EXPECT_NE(rt.str().find("| `" + code + "` |"), std::string::npos)
+		    << code << " missing from docs/sql.md";
 		EXPECT_EQ(pglease::errc_from_sqlstate(code), errc) << code;
 	}
 }
@@ -208,7 +209,8 @@ TEST(Errors, RefusedLoginsAndBadBytesAreFinal)
 		EXPECT_EQ(pglease::errc_from_sqlstate(code), Errc::invalid_argument) << code;
 	for (const char *code : {"28P01", "28000"}) {
 		EXPECT_EQ(pglease::errc_from_sqlstate(code), Errc::permission) << code;
-		EXPECT_FALSE(pglease::is_retryable(pglease::Error{pglease::errc_from_sqlstate(code), code, ""})) << code;
+		EXPECT_FALSE(pglease::is_retryable(pglease::Error{pglease::errc_from_sqlstate(code), code, ""}))
+		    << code;
 	}
 }
 
@@ -643,6 +645,51 @@ TEST_F(ClientTest, ServerDownPastTtlReportsLeaseLostOnce)
 	EXPECT_EQ(calls.load(), 1);
 }
 
+// issue 22: the holder forms run lease.renew / lease.release only when the
+// grant (resource, token) is that holder's, in one statement: the right token
+// with another label changes nothing (the lease is not extended, not ended)
+TEST_F(ClientTest, TokenCallsWithAHolderActOnlyOnThatHoldersGrant)
+{
+	pglease::Client client{""};
+	auto r = unique_resource();
+	auto o = opts(3s);
+	o.holder = "alice";
+	auto lease = client.acquire(r, o);
+	ASSERT_TRUE(lease) << lease.error();
+	const auto token = lease->detach();
+	Admin admin;
+	auto remaining_ms = [&] {
+		auto row = admin.one("SELECT coalesce((SELECT (extract(epoch FROM remaining) * 1000)::bigint"
+		                     " FROM lease.leases WHERE resource = '" +
+		                     r + "'), -1)");
+		return row[0].as<long long>();
+	};
+	for (const char *other : {"mallory", "alic", "alice2", "ALICE"}) {
+		auto renewed = client.renew(r, token, other, 60s);
+		ASSERT_TRUE(renewed) << other << ": " << renewed.error();
+		EXPECT_FALSE(*renewed) << "renewed as " << other;
+		auto released = client.release(r, token, other);
+		ASSERT_TRUE(released) << other << ": " << released.error();
+		EXPECT_FALSE(*released) << "released as " << other;
+	}
+	EXPECT_TRUE(admin.is_current(r, token)) << "another holder ended the lease";
+	EXPECT_LE(remaining_ms(), 3000) << "another holder extended the lease";
+	auto empty = client.release(r, token, "");
+	ASSERT_FALSE(empty) << "an empty holder must not mean any holder";
+	EXPECT_EQ(empty.error().code, Errc::invalid_argument) << empty.error();
+	auto renewed = client.renew(r, token, "alice", 60s);
+	ASSERT_TRUE(renewed) << renewed.error();
+	EXPECT_TRUE(*renewed);
+	EXPECT_GT(remaining_ms(), 30000) << "the holder's renew did not extend the lease";
+	auto stale = client.release(r, token + 1, "alice");
+	ASSERT_TRUE(stale) << stale.error();
+	EXPECT_FALSE(*stale);
+	auto released = client.release(r, token, "alice");
+	ASSERT_TRUE(released) << released.error();
+	EXPECT_TRUE(*released);
+	EXPECT_FALSE(admin.is_current(r, token));
+}
+
 // ---- the CLI -----------------------------------------------------------------------
 
 TEST_F(ClientTest, CliRunExportsTokenAndReturnsCommandStatus)
@@ -692,7 +739,7 @@ TEST_F(ClientTest, CliAcquireRenewReleaseAndStatus)
 	std::string cli = PGLEASE_CLI;
 	auto r = unique_resource();
 	std::string out = "/tmp/pglease_cli_token_" + std::to_string(getpid());
-	ASSERT_EQ(run_shell(cli + " acquire --resource '" + r + "' --ttl 30s > " + out), 0);
+	ASSERT_EQ(run_shell(cli + " acquire --resource '" + r + "' --ttl 30s --holder cli-test > " + out), 0);
 	std::ifstream in{out};
 	long long token = 0;
 	in >> token;
@@ -701,13 +748,16 @@ TEST_F(ClientTest, CliAcquireRenewReleaseAndStatus)
 	Admin admin;
 	EXPECT_TRUE(admin.is_current(r, token)) << "acquire must leave the lease held after the CLI exits";
 	EXPECT_EQ(run_shell(cli + " acquire --resource '" + r + "' --ttl 30s 2>/dev/null"), 75);
-	EXPECT_EQ(
-	    run_shell(cli + " renew --resource '" + r + "' --token " + std::to_string(token) + " --ttl 30s"), 0);
+	EXPECT_EQ(run_shell(cli + " renew --resource '" + r + "' --token " + std::to_string(token) +
+	                    " --holder cli-test --ttl 30s"),
+	          0);
 	EXPECT_EQ(run_shell(cli + " status | grep -q '" + r + "'"), 0);
-	EXPECT_EQ(run_shell(cli + " release --resource '" + r + "' --token " + std::to_string(token)), 0);
-	EXPECT_EQ(
-	    run_shell(cli + " release --resource '" + r + "' --token " + std::to_string(token) + " 2>/dev/null"),
-	    76);
+	EXPECT_EQ(run_shell(cli + " release --resource '" + r + "' --token " + std::to_string(token) +
+	                    " --holder cli-test"),
+	          0);
+	EXPECT_EQ(run_shell(cli + " release --resource '" + r + "' --token " + std::to_string(token) +
+	                    " --holder cli-test 2>/dev/null"),
+	          76);
 	EXPECT_EQ(run_shell(cli + " acquire --resource '" + r + "' 2>/dev/null"), 64);
 }
 
@@ -763,11 +813,12 @@ TEST_F(ClientTest, CliRenewAndReleaseOfAnotherRolesLeaseExit77)
 	std::int64_t token = admin.acquire(r, "30 s");
 	ASSERT_GT(token, 0);
 	std::string as_other = cli + " --dsn 'user=pglease_cli_other' ";
+	// the right holder label ('admin', Admin::acquire's): the role is what refuses
 	EXPECT_EQ(run_shell(as_other + "renew --resource '" + r + "' --token " + std::to_string(token) +
-	                    " --ttl 30s 2>/dev/null"),
+	                    " --holder admin --ttl 30s 2>/dev/null"),
 	          77);
 	EXPECT_EQ(run_shell(as_other + "release --resource '" + r + "' --token " + std::to_string(token) +
-	                    " 2>/dev/null"),
+	                    " --holder admin 2>/dev/null"),
 	          77);
 	EXPECT_TRUE(admin.is_current(r, token)) << "another role's renew/release must leave the lease alone";
 	admin.exec("DROP ROLE pglease_cli_other");
@@ -1100,7 +1151,7 @@ TEST_F(PostgresUrlTest, CliTakesUrlsAndNeverPrintsThePassword)
 	auto r = unique_resource();
 	std::string out = "/tmp/pglease_cli_url_token_" + std::to_string(getpid());
 	ASSERT_EQ(run_shell(std::string{PGLEASE_CLI} + " --dsn '" + test_url(url_password) +
-	                    "' acquire --resource '" + r + "' --ttl 10s > " + out),
+	                    "' acquire --resource '" + r + "' --ttl 10s --holder pglease-url-test > " + out),
 	          0);
 	std::ifstream in{out};
 	long long token = 0;
@@ -1108,7 +1159,8 @@ TEST_F(PostgresUrlTest, CliTakesUrlsAndNeverPrintsThePassword)
 	std::remove(out.c_str());
 	ASSERT_GT(token, 0);
 	EXPECT_EQ(run_shell(std::string{PGLEASE_CLI} + " --dsn '" + test_url(url_password) +
-	                    "' release --resource '" + r + "' --token " + std::to_string(token)),
+	                    "' release --resource '" + r + "' --token " + std::to_string(token) + " --holder " +
+	                    "pglease-url-test"),
 	          0);
 
 	auto [code, err] =
@@ -1147,7 +1199,7 @@ TEST(Redact, MasksUrlUserinfoKeywordValuesAndTheDsnsPassword)
 TEST(Redact, ConnectNeverQuotesAnUnparsableDsn)
 {
 	for (const std::string &dsn : {std::string{"alice:"} + url_password + "@db.example.com/app",
-	                              std::string{"postgresql:/alice:"} + url_password + "@h/app"}) {
+	                               std::string{"postgresql:/alice:"} + url_password + "@h/app"}) {
 		auto locker = pglease::connect(dsn);
 		ASSERT_FALSE(locker) << dsn;
 		EXPECT_EQ(locker.error().code, Errc::invalid_argument);

@@ -406,6 +406,36 @@ TEST_P(Conformance, TokenCallsRefuseBadArgumentsBeforeAnyIo)
 	}
 }
 
+// issue 22: the holder forms check the holder too (an empty one never means
+// "any holder"), and exist exactly where the token-only calls do
+TEST_P(Conformance, HolderTokenCallsRefuseBadHoldersAndMatchTheTokenCallsSupport)
+{
+	std::string r = unique_resource();
+	for (auto res :
+	     {locker->renew(r, 1, "", 1s), locker->release(r, 1, ""),
+	      locker->renew(r, 1, std::string{"a\0b", 3}, 1s), locker->release(r, 1, std::string(300, 'h')),
+	      locker->release(r, 1, "\xff"), locker->renew(r, 0, "h", 1s)}) {
+		ASSERT_FALSE(res);
+		EXPECT_EQ(res.error().code, Errc::invalid_argument) << res.error();
+	}
+	auto token_only = locker->release(r, 1);
+	auto with_holder = locker->release(r, 1, "h");
+	auto renewed = locker->renew(r, 1, "h", 1s);
+	if (!token_only) {
+		EXPECT_EQ(token_only.error().code, Errc::invalid_argument) << token_only.error();
+		ASSERT_FALSE(with_holder) << "a provider without token calls released by token and holder";
+		EXPECT_EQ(with_holder.error().code, Errc::invalid_argument) << with_holder.error();
+		ASSERT_FALSE(renewed);
+		EXPECT_EQ(renewed.error().code, Errc::invalid_argument) << renewed.error();
+	} else {
+		EXPECT_FALSE(*token_only) << "released a grant nobody took";
+		ASSERT_TRUE(with_holder) << with_holder.error();
+		EXPECT_FALSE(*with_holder) << "released a grant nobody took";
+		ASSERT_TRUE(renewed) << renewed.error();
+		EXPECT_FALSE(*renewed) << "renewed a grant nobody took";
+	}
+}
+
 TEST_P(Conformance, HugeWaitWaitsForTheReleaseInsteadOfTimingOutAtOnce)
 {
 	auto r = unique_resource();

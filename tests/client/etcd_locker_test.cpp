@@ -326,6 +326,47 @@ TEST_F(EtcdLocker, TokenCallsRenewAndReleaseByToken)
 	EXPECT_EQ(lock_keys(single_port(), r), 0);
 }
 
+// issue 22: the holder forms act only on a key whose value is that holder's
+// label: another label with the right token neither keeps its lease alive
+// (its remaining TTL goes on falling) nor deletes the key
+TEST_F(EtcdLocker, TokenCallsWithAHolderActOnlyOnThatHoldersGrant)
+{
+	auto r = unique_resource();
+	auto o = opts(10s);
+	o.holder = "alice";
+	auto lease = locker->acquire(r, o);
+	ASSERT_TRUE(lease) << lease.error();
+	const auto token = lease->detach();
+	auto keys = lock_kvs(single_port(), r);
+	ASSERT_EQ(keys.size(), 1u);
+	auto remaining = [&] {
+		Json t = gateway(single_port(), "/v3/lease/timetolive", Json{{"ID", std::to_string(keys[0].lease)}});
+		return t.is_object() ? std::stoll(t.value("TTL", "-1")) : -1LL;
+	};
+	std::this_thread::sleep_for(2100ms);
+	for (const char *other : {"mallory", "alic", "alice2"}) {
+		auto renewed = locker->renew(r, token, other, 10s);
+		ASSERT_TRUE(renewed) << other << ": " << renewed.error();
+		EXPECT_FALSE(*renewed) << "renewed as " << other;
+		auto released = locker->release(r, token, other);
+		ASSERT_TRUE(released) << other << ": " << released.error();
+		EXPECT_FALSE(*released) << "released as " << other;
+	}
+	EXPECT_EQ(lock_keys(single_port(), r), 1) << "another holder deleted the key";
+	EXPECT_LE(remaining(), 8) << "another holder's renew kept the lease alive";
+	auto empty = locker->renew(r, token, "", 10s);
+	ASSERT_FALSE(empty) << "an empty holder must not mean any holder";
+	EXPECT_EQ(empty.error().code, Errc::invalid_argument) << empty.error();
+	auto renewed = locker->renew(r, token, "alice", 10s);
+	ASSERT_TRUE(renewed) << renewed.error();
+	EXPECT_TRUE(*renewed);
+	EXPECT_GE(remaining(), 9) << "the holder's renew did not refresh the lease";
+	auto released = locker->release(r, token, "alice");
+	ASSERT_TRUE(released) << released.error();
+	EXPECT_TRUE(*released);
+	EXPECT_EQ(lock_keys(single_port(), r), 0);
+}
+
 TEST_F(EtcdLocker, StoppedServerIsUnavailablePromptlyThenRecovers)
 {
 	ASSERT_TRUE(member->stop());
@@ -421,20 +462,23 @@ TEST_F(EtcdLocker, CliRenewByTokenForLongerThanTheGrantedTtlExitsWithAUsageError
 	const std::string url = url_of({single_port()});
 	auto r = unique_resource();
 	const std::string cli = std::string(PGLEASE_CLI) + " ";
-	std::string token = capture(cli + "acquire --dsn " + url + " --resource '" + r + "' --ttl 3s");
+	std::string token =
+	    capture(cli + "acquire --dsn " + url + " --resource '" + r + "' --ttl 3s --holder etcd-test");
 	while (!token.empty() && token.back() == '\n')
 		token.pop_back();
 	ASSERT_FALSE(token.empty()) << "pglease acquire printed no token";
 	std::string out = capture(cli + "renew --dsn " + url + " --resource '" + r + "' --token " + token +
-	                          " --ttl 1h 2>&1; echo \"exit=$?\"");
+	                          " --holder etcd-test --ttl 1h 2>&1; echo \"exit=$?\"");
 	std::printf("pglease renew --ttl 1h of a 3 s lease: %s", out.c_str());
 	EXPECT_NE(out.find("exit=64"), std::string::npos) << out;
 	EXPECT_NE(out.find("granted for 3s"), std::string::npos) << out;
 	auto keys = lock_kvs(single_port(), r);
 	ASSERT_EQ(keys.size(), 1u);
 	EXPECT_EQ(granted_ttl(single_port(), keys[0].lease), 3) << "the lease's TTL changed";
-	EXPECT_TRUE(sh(cli + "renew --dsn " + url + " --resource '" + r + "' --token " + token + " --ttl 3s"));
-	EXPECT_TRUE(sh(cli + "release --dsn " + url + " --resource '" + r + "' --token " + token));
+	EXPECT_TRUE(sh(cli + "renew --dsn " + url + " --resource '" + r + "' --token " + token +
+	               " --holder etcd-test --ttl 3s"));
+	EXPECT_TRUE(sh(cli + "release --dsn " + url + " --resource '" + r + "' --token " + token +
+	               " --holder etcd-test"));
 	EXPECT_EQ(lock_keys(single_port(), r), 0);
 }
 

@@ -394,6 +394,47 @@ TEST_F(EtcdAuth, AUserWithoutRightsOnThePrefixCannotEndTheHoldersLease)
 	EXPECT_TRUE(holder->release());
 }
 
+// Beyond the lock keys: the outsider cannot revoke the holder's etcd lease
+// (etcd checks write rights on the keys attached to it), nor take the lock
+// user's rights away (role, user and auth changes are root's).  What etcd
+// 3.4 does allow anyone authenticated: a keepalive of any lease ID (it reads
+// the ID with LeaseLeases), which ends no lease but can keep a crashed
+// holder's grant alive -- docs/production.md says so.
+TEST_F(EtcdAuth, AnOutsiderCanNeitherRevokeTheHoldersLeaseNorLockTheLockUserOut)
+{
+	auto holder_side = as(locker_user);
+	ASSERT_TRUE(holder_side);
+	auto r = unique_resource();
+	// a TTL of at most 5 s keeps the key under the lease its name gives (a
+	// longer one moves it to a lease of the full TTL)
+	auto holder = holder_side->acquire(r, opts(4s));
+	ASSERT_TRUE(holder) << holder.error();
+	Ran keys = etcdctl("get --prefix --keys-only pglease/lock/" + r + "/", "root:" + root_password);
+	ASSERT_TRUE(keys.ok()) << keys.output;
+	const auto slash = keys.output.find_last_of('/');
+	ASSERT_NE(slash, std::string::npos) << keys.output;
+	const std::string lease_hex = keys.output.substr(slash + 1, 16); // the key ends with its lease ID
+	const std::string outsider = "outsider:" + outsider_password;
+	for (const std::string &line :
+	     {"lease revoke " + lease_hex,
+	      std::string("role revoke-permission pglease-locker pglease/lock/ --prefix=true"),
+	      std::string("user revoke-role locker pglease-locker"), std::string("user delete locker"),
+	      std::string("auth disable")}) {
+		Ran ran = etcdctl(line, outsider);
+		EXPECT_FALSE(ran.ok()) << "the outsider could: etcdctl " << line << ": " << ran.output;
+		EXPECT_NE(ran.output.find("permission denied"), std::string::npos) << line << ": " << ran.output;
+	}
+	Ran kept = etcdctl("lease keep-alive --once " + lease_hex, outsider);
+	EXPECT_TRUE(kept.ok()) << "etcd now refuses an outsider's keepalive: update docs/production.md: "
+	                       << kept.output;
+	// the holder still holds, and the lock user can still take other locks
+	auto renewed = holder->renew();
+	EXPECT_TRUE(renewed) << renewed.error();
+	auto other = in_other_thread([&] { return holder_side->try_acquire(unique_resource(), opts(5s)); });
+	EXPECT_TRUE(other) << "the lock user was locked out: " << other.error();
+	EXPECT_TRUE(holder->release());
+}
+
 // a token etcd forgot (expired after 1 s idle) is replaced at the next call
 TEST_F(EtcdAuth, AnExpiredTokenIsReplacedAtTheNextCall)
 {

@@ -399,6 +399,49 @@ TEST_F(RedisAuth, another_acl_user_can_neither_take_over_renew_release_nor_delet
 	EXPECT_TRUE(lease->release());
 }
 
+// Key patterns do not stop commands that name no key: FLUSHALL, FLUSHDB and
+// SWAPDB end every lease, ACL and CONFIG lock the lock user out.  A user
+// without @dangerous can run none of them, and the lease lives on; a user
+// with every command (the intruder above, +@all) ends it with FLUSHALL --
+// what docs/production.md tells operators ("Who may end a lease").
+TEST_F(RedisAuth, only_a_user_without_dangerous_commands_is_kept_from_keyless_ends)
+{
+	ASSERT_TRUE(
+	    server.acl(words("ACL SETUSER careful reset on >" + intruder_pw + " ~other:* +@all -@dangerous")));
+	auto holder_locker = connected(server.url("pglease:" + locker_pw_in_url));
+	ASSERT_TRUE(holder_locker);
+	const std::string r = "auth/keyless";
+	auto lease = holder_locker->acquire(r, opts(10s));
+	ASSERT_TRUE(lease) << lease.error();
+	for (const std::vector<std::string> &argv : {std::vector<std::string>{"FLUSHALL"},
+	                                             {"FLUSHDB"},
+	                                             {"SWAPDB", "0", "1"},
+	                                             {"ACL", "SETUSER", "pglease", "off"},
+	                                             {"ACL", "DELUSER", "pglease"},
+	                                             {"CONFIG", "SET", "requirepass", wrong_pw}}) {
+		auto reply = server.as("careful", intruder_pw, argv);
+		ASSERT_TRUE(reply) << reply.error();
+		EXPECT_TRUE(reply->is_error())
+		    << argv[0] << " " << (argv.size() > 1 ? argv[1] : "") << " was allowed";
+		if (reply->is_error()) {
+			auto as_error = pglease::detail::redis::error_from_reply(*reply, {"127.0.0.1", server.port()});
+			EXPECT_TRUE(refused(as_error)) << argv[0];
+		}
+	}
+	EXPECT_TRUE(lease->renew()) << "a user without @dangerous ended the lease";
+	auto other = in_other_thread([&] { return holder_locker->try_acquire("auth/keyless-other", opts(5s)); });
+	EXPECT_TRUE(other) << "the lock user was locked out: " << other.error();
+
+	// every command: FLUSHALL names no key, so ~other:* does not stop it
+	auto flushed = server.as("intruder", intruder_pw, {"FLUSHALL"});
+	ASSERT_TRUE(flushed) << flushed.error();
+	EXPECT_FALSE(flushed->is_error()) << "FLUSHALL was refused to +@all: " << flushed->text;
+	auto renewed = lease->renew();
+	ASSERT_FALSE(renewed) << "the lease survived FLUSHALL";
+	EXPECT_EQ(renewed.error().code, Errc::lost) << renewed.error();
+	seen.push_back(renewed.error().message);
+}
+
 // ---- Redlock over three password-protected servers -------------------------------
 
 TEST(RedlockAuth, three_protected_servers_grant_to_the_password_or_the_acl_user_and_refuse_others)

@@ -377,6 +377,47 @@ TEST_F(RedisLocker, token_level_renew_and_release_compare_the_token)
 	EXPECT_EQ(bad.error().code, Errc::invalid_argument);
 }
 
+// issue 22: the holder forms compare the whole "<token>:<holder>" in the
+// script, so the right token with another holder (or a prefix or extension
+// of its label) changes nothing: the lock keeps its value and its PTTL
+TEST_F(RedisLocker, token_level_calls_with_a_holder_act_only_on_that_holders_grant)
+{
+	auto o = opts(3s);
+	o.holder = "alice";
+	auto lease = locker->acquire(resource(), o);
+	ASSERT_TRUE(lease) << lease.error();
+	const auto token = lease->detach();
+	const std::string lock = "pglease:lock:" + resource();
+	for (const char *other : {"mallory", "alic", "alice2", "ALICE"}) {
+		auto renewed = locker->renew(resource(), token, other, 60s);
+		ASSERT_TRUE(renewed) << other << ": " << renewed.error();
+		EXPECT_FALSE(*renewed) << "renewed as " << other;
+		auto released = locker->release(resource(), token, other);
+		ASSERT_TRUE(released) << other << ": " << released.error();
+		EXPECT_FALSE(*released) << "released as " << other;
+	}
+	auto pttl = server.raw({"PTTL", lock});
+	ASSERT_TRUE(pttl && pttl->is_integer());
+	EXPECT_LE(pttl->integer, 3000) << "another holder extended the lease";
+	EXPECT_GT(pttl->integer, 0) << "another holder ended the lease";
+	auto empty = locker->release(resource(), token, "");
+	ASSERT_FALSE(empty) << "an empty holder must not mean any holder";
+	EXPECT_EQ(empty.error().code, Errc::invalid_argument) << empty.error();
+	auto renewed = locker->renew(resource(), token, "alice", 60s);
+	ASSERT_TRUE(renewed) << renewed.error();
+	EXPECT_TRUE(*renewed);
+	pttl = server.raw({"PTTL", lock});
+	ASSERT_TRUE(pttl && pttl->is_integer());
+	EXPECT_GT(pttl->integer, 30000) << "the holder's renew did not extend the lease";
+	auto stale = locker->release(resource(), token + 1, "alice");
+	ASSERT_TRUE(stale) << stale.error();
+	EXPECT_FALSE(*stale) << "released with a token that is not the grant's";
+	auto released = locker->release(resource(), token, "alice");
+	ASSERT_TRUE(released) << released.error();
+	EXPECT_TRUE(*released);
+	EXPECT_FALSE(server.exists(lock));
+}
+
 TEST_F(RedisLocker, stopped_server_is_unavailable_promptly_and_works_after_restart)
 {
 	{

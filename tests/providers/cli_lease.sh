@@ -8,7 +8,9 @@
 # runs, a held resource exits 75 after --wait, a lease lost because the server
 # stopped exits 76, renew/release by token work and a second release exits 76
 # (etcd: a renew asking for more than the lease's granted TTL exits 64 and
-# leaves the lease's TTL as it was: etcd cannot change it).  With run-only (a
+# leaves the lease's TTL as it was: etcd cannot change it), and (issue 22)
+# a DSN with a password, from --dsn, --dsn-file or PGLEASE_DSN, never shows
+# it in any command's output, advise's included.  With run-only (a
 # provider whose grant is its session's, ZooKeeper), acquire must be refused
 # as a usage error (64) instead: its grant would end with it.
 set -euo pipefail
@@ -47,14 +49,39 @@ expect "${NAME}_run_lost_when_server_stops_exits_76" "exit $rc after $took ms" '
 wait
 eval "$START" >/dev/null
 
+# issue 22: a DSN holding a password, through --dsn, --dsn-file and
+# PGLEASE_DSN, never shows it: not in any command's stdout or stderr (this
+# server asks for no password), nor in advise's or status's output
+SECRET="s3cr3tPW-$$"
+PW_URL="$NAME://alice:$SECRET@${URL#*://}"
+DSN_FILE="$(mktemp /tmp/pglease_cli_lease_dsn.XXXXXX)"
+printf '%s\n' "$PW_URL" >"$DSN_FILE"
+for cmd in "run --resource $R/pw --ttl 5s -- true" "acquire --resource $R/pw --ttl 5s" \
+	"renew --resource $R/pw --token 1 --holder h --ttl 5s" "release --resource $R/pw --token 1 --holder h" status; do
+	for source in dsn file env; do
+		rc=0
+		case "$source" in
+		dsn) out="$("$PGLEASE" --dsn "$PW_URL" $cmd 2>&1)" || rc=$? ;;
+		file) out="$("$PGLEASE" --dsn-file "$DSN_FILE" $cmd 2>&1)" || rc=$? ;;
+		env) out="$(PGLEASE_DSN="$PW_URL" "$PGLEASE" $cmd 2>&1)" || rc=$? ;;
+		esac
+		expect "${NAME}_password_never_shown_${cmd%% *}_$source" "exit $rc: $out" \
+			'[ "$rc" -ne 70 ] && ! grep -q "cr3tPW" <<<"$out"'
+	done
+done
+rc=0; out="$(PGLEASE_DSN="$PW_URL" "$PGLEASE" --dsn-file "$DSN_FILE" advise --resource R --section 1s \
+	--instances 3 --infra "$NAME" --explain --emit cpp 2>&1)" || rc=$?
+expect "${NAME}_advise_never_shows_a_dsn_password" "exit $rc" '[ "$rc" -eq 0 ] && ! grep -q "cr3tPW" <<<"$out"'
+rm -f "$DSN_FILE"
+
 if [ "$MODE" = run-only ]; then
 	rc=0; "$PGLEASE" acquire --dsn "$URL" --resource "$R/tok" --ttl 10s >/dev/null 2>&1 || rc=$?
 	expect "${NAME}_acquire_by_token_refused_64" "exit $rc" '[ "$rc" -eq 64 ]'
 	finish
 fi
-token="$("$PGLEASE" acquire --dsn "$URL" --resource "$R/tok" --ttl 10s --wait 10s)"
+token="$("$PGLEASE" acquire --dsn "$URL" --resource "$R/tok" --ttl 10s --wait 10s --holder cli-lease)"
 expect "${NAME}_acquire_prints_token" "printed '$token'" '[ "$token" -gt 0 ]'
-rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --ttl 10s || rc=$?
+rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --holder cli-lease --ttl 10s || rc=$?
 expect "${NAME}_renew_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
 if [ "${URL#etcd://}" != "$URL" ]; then
 	# etcd_granted_ttl RESOURCE -- the granted TTL of the lease of RESOURCE's
@@ -70,13 +97,13 @@ if [ "${URL#etcd://}" != "$URL" ]; then
 		curl -s -m 5 "http://$ep/v3/lease/timetolive" -d "{\"ID\":\"$lease\"}" |
 			grep -o '"grantedTTL":"[0-9]*"' | grep -o '[0-9][0-9]*' || true
 	}
-	rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --ttl 1h 2>/dev/null || rc=$?
+	rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --holder cli-lease --ttl 1h 2>/dev/null || rc=$?
 	granted="$(etcd_granted_ttl "$R/tok")"
 	expect "${NAME}_renew_beyond_granted_ttl_exits_64" "exit $rc, the lease's granted TTL now '$granted' s" \
 		'[ "$rc" -eq 64 ] && [ "$granted" = 10 ]'
 fi
-rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" || rc=$?
+rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" --holder cli-lease || rc=$?
 expect "${NAME}_release_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
-rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" 2>/dev/null || rc=$?
+rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" --holder cli-lease 2>/dev/null || rc=$?
 expect "${NAME}_release_again_exits_76" "exit $rc" '[ "$rc" -eq 76 ]'
 finish

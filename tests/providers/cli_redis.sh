@@ -50,13 +50,13 @@ wait
 "$REDIS" start "$WORK/r0" >/dev/null # on its port again
 
 # acquire / renew / release by token
-token="$("$PGLEASE" acquire --dsn "$URL" --resource cli/tok --ttl 10s)"
+token="$("$PGLEASE" acquire --dsn "$URL" --resource cli/tok --ttl 10s --holder cli-redis)"
 expect "redis_acquire_prints_token" "printed '$token'" '[ "$token" -gt 0 ]'
-rc=0; "$PGLEASE" renew --dsn "$URL" --resource cli/tok --token "$token" --ttl 10s || rc=$?
+rc=0; "$PGLEASE" renew --dsn "$URL" --resource cli/tok --token "$token" --holder cli-redis --ttl 10s || rc=$?
 expect "redis_renew_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
-rc=0; "$PGLEASE" release --dsn "$URL" --resource cli/tok --token "$token" || rc=$?
+rc=0; "$PGLEASE" release --dsn "$URL" --resource cli/tok --token "$token" --holder cli-redis || rc=$?
 expect "redis_release_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
-rc=0; "$PGLEASE" release --dsn "$URL" --resource cli/tok --token "$token" 2>/dev/null || rc=$?
+rc=0; "$PGLEASE" release --dsn "$URL" --resource cli/tok --token "$token" --holder cli-redis 2>/dev/null || rc=$?
 expect "redis_release_again_exits_76" "exit $rc" '[ "$rc" -eq 76 ]'
 
 # redlock: run works with token 0; acquire by token is refused (usage, 64)
@@ -75,6 +75,23 @@ for case in "77 redis://alice:s3cr3tPW@${URL#redis://}" "64 redis://s3cr3tPW@${U
 	rc=0; msg="$("$PGLEASE" run --dsn "$dsn" --resource cli/pw --ttl 5s -- true 2>&1)" || rc=$?
 	expect "password_never_printed_$n" "exit $rc (want $want): $msg" \
 		'[ "$rc" -eq "$want" ] && ! grep -qE "s3cr3|cr3tPW" <<<"$msg"'
+done
+# ... nor by the token-level commands and status, whichever source gave the DSN
+PW_URL="redis://alice:s3cr3tPW@${URL#redis://}"
+printf '%s\n' "$PW_URL" >"$WORK/dsn"
+for cmd in "acquire --resource cli/pw --ttl 5s" "renew --resource cli/pw --token 1 --holder h --ttl 5s" \
+	"release --resource cli/pw --token 1 --holder h" status; do
+	for source in dsn file env; do
+		rc=0
+		case "$source" in
+		dsn) msg="$("$PGLEASE" --dsn "$PW_URL" $cmd 2>&1)" || rc=$? ;;
+		file) msg="$("$PGLEASE" --dsn-file "$WORK/dsn" $cmd 2>&1)" || rc=$? ;;
+		env) msg="$(PGLEASE_DSN="$PW_URL" "$PGLEASE" $cmd 2>&1)" || rc=$? ;;
+		esac
+		want=77; [ "${cmd%% *}" = status ] && want=64 # status: PostgreSQL only
+		expect "password_never_printed_${cmd%% *}_$source" "exit $rc (want $want): $msg" \
+			'[ "$rc" -eq "$want" ] && ! grep -qE "s3cr3|cr3tPW" <<<"$msg"'
+	done
 done
 rc=0; msg="$("$PGLEASE" run --dsn "$URL/16" --resource cli/db --ttl 5s -- true 2>&1)" || rc=$?
 expect "redis_missing_database_exits_64" "exit $rc: $msg" '[ "$rc" -eq 64 ] && grep -q "database 16" <<<"$msg"'

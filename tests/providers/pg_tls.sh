@@ -135,15 +135,15 @@ printf '%s\n# a comment line, never read\n' "$URL" >"$DSN_FILE"
 chmod 600 "$DSN_FILE"
 P="$PGLEASE"
 # a held lease through the CLI: acquire, status shows it, renew, release
-cli acquire "$P" acquire --dsn "$URL" --resource cli/tok --ttl 30s
+cli acquire "$P" acquire --dsn "$URL" --resource cli/tok --ttl 30s --holder cli-tls
 token="$(cat "$OUT/acquire")"
 expect cli_acquire_over_tls "exit $rc: $(said acquire)" '[ "$rc" -eq 0 ] && [ "$token" -gt 0 ]'
 cli status "$P" --dsn-file "$DSN_FILE" status
 expect cli_status_via_dsn_file_lists_it "exit $rc: $(said status)" \
 	'[ "$rc" -eq 0 ] && grep -q "^cli/tok .* $token " "$OUT/status"'
-cli renew env PGLEASE_DSN="$URL" "$P" renew --resource cli/tok --token "$token" --ttl 30s
+cli renew env PGLEASE_DSN="$URL" "$P" renew --resource cli/tok --token "$token" --holder cli-tls --ttl 30s
 expect cli_renew_via_pglease_dsn "exit $rc: $(said renew)" '[ "$rc" -eq 0 ]'
-cli release "$P" release --dsn-file "$DSN_FILE" --resource cli/tok --token "$token"
+cli release "$P" release --dsn-file "$DSN_FILE" --resource cli/tok --token "$token" --holder cli-tls
 expect cli_release_via_dsn_file "exit $rc: $(said release)" '[ "$rc" -eq 0 ]'
 # run: the command gets its token, and neither the DSN nor its password
 cli run "$P" run --dsn-file "$DSN_FILE" --resource cli/run --ttl 5s -- env

@@ -49,7 +49,7 @@ struct LeaseInfo {
 /// time); Strategy::ephemeral (or session_bound) keeps the grant's
 /// connection: the grant ends with it.  renew and release (token-level, for
 /// tools that keep tokens outside a Lease, like the CLI) act on the exact
-/// (resource, token).
+/// (resource, token), and with a holder only if lease.grants names it.
 class Client : public detail::LockerBase {
 public:
 	explicit Client(std::string conninfo, ClientOptions options = {}) noexcept;
@@ -93,9 +93,10 @@ protected:
 	Result<detail::Granted> grant(std::string_view resource, const LeaseOptions &options,
 	                              const std::string &holder, std::chrono::milliseconds heartbeat) override;
 	[[nodiscard]] std::chrono::milliseconds max_ttl() const noexcept override;
-	Result<bool> renew_by_token(std::string_view resource, std::int64_t token,
+	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, std::string_view holder,
 	                            std::chrono::milliseconds ttl) override;
-	Result<bool> release_by_token(std::string_view resource, std::int64_t token) override;
+	Result<bool> release_by_token(std::string_view resource, std::int64_t token,
+	                              std::string_view holder) override;
 
 private:
 	Result<void> run_fenced(const Lease &lease, const detail::PgWork &work) noexcept;

@@ -41,10 +41,24 @@ public:
 	[[nodiscard]] virtual Capabilities capabilities() const noexcept = 0;
 
 	/// Token-level calls, for tools that keep a token outside a Lease (the
-	/// CLI's acquire/renew/release).  true: done; false: (resource, token) is
-	/// not the current grant.  A provider that cannot name a grant by its
-	/// token (Redlock: no tokens; memory: not shared between processes)
-	/// answers Errc::invalid_argument.
+	/// CLI's acquire/renew/release): renew or release the grant (resource,
+	/// token) only if it was acquired by `holder` (LeaseOptions::holder, or
+	/// the label the CLI's acquire printed).  true: done; false: (resource,
+	/// token) is not the current grant, or it is another holder's -- nothing
+	/// changed either way.  The holder is matched in the same server-side
+	/// step as the renew or release (one statement, script or transaction),
+	/// never read first and acted on later.  An empty holder is
+	/// Errc::invalid_argument.  A provider that cannot name a grant by its
+	/// token (Redlock: no tokens; memory: not shared between processes;
+	/// ZooKeeper: a grant is its session's) answers Errc::invalid_argument.
+	virtual Result<bool> renew(std::string_view resource, std::int64_t token, std::string_view holder,
+	                           std::chrono::milliseconds ttl) noexcept;
+	virtual Result<bool> release(std::string_view resource, std::int64_t token,
+	                             std::string_view holder) noexcept;
+	/// The same without the holder: whoever knows the token renews or
+	/// releases the grant.  Kept for existing callers; prefer the calls
+	/// above, since a token alone may be guessed or read from the provider
+	/// (docs/production.md, "Who may end a lease").
 	virtual Result<bool> renew(std::string_view resource, std::int64_t token,
 	                           std::chrono::milliseconds ttl) noexcept;
 	virtual Result<bool> release(std::string_view resource, std::int64_t token) noexcept;

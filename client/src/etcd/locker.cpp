@@ -45,6 +45,8 @@
 //
 // Token calls act only on the holder's key (no lock key of the resource
 // created before it): a queued waiter's token answers false and its key stays.
+// Given a holder label, only a key whose value (written at its creation) is
+// that label: the release txn compares it too.
 // etcd cannot change a lease's TTL (a keepalive refreshes it to the TTL it was
 // granted with), so renew(resource, token, ttl) with ttl longer than that is
 // invalid_argument naming the granted TTL; a shorter ttl refreshes the lease
@@ -290,20 +292,22 @@ public:
 		std::string key;
 		std::int64_t create_revision = 0;
 		std::int64_t lease = 0;
+		std::string value; // the holder label; read only when asked for
 	};
 	struct Range {
 		std::vector<Kv> kvs; // lock keys of the resource only
 		std::int64_t revision = 0;
 	};
 
-	// lock_keys -- the resource's lock keys created in [min_rev, max_rev] (0: open)
+	// lock_keys -- the resource's lock keys created in [min_rev, max_rev] (0:
+	// open), with their values (holder labels) if with_values
 	Result<Range> lock_keys(std::string_view resource, std::int64_t min_rev, std::int64_t max_rev,
-	                        Clock::time_point deadline)
+	                        Clock::time_point deadline, bool with_values = false)
 	{
 		const std::string prefix = resource_prefix(resource);
 		Json request = {{"key", base64_encode(prefix)},
 		                {"range_end", base64_encode(prefix_end(prefix))},
-		                {"keys_only", true}};
+		                {"keys_only", !with_values}};
 		if (min_rev > 0)
 			request["min_create_revision"] = std::to_string(min_rev);
 		if (max_rev > 0)
@@ -318,20 +322,28 @@ public:
 		for (const Json &kv : r->body.value("kvs", Json::array())) {
 			std::string key = base64_decode(kv.value("key", ""));
 			if (is_lock_key(key, prefix))
-				out.kvs.push_back(Kv{std::move(key), int64_of(kv, "create_revision"), int64_of(kv, "lease")});
+				out.kvs.push_back(Kv{std::move(key), int64_of(kv, "create_revision"), int64_of(kv, "lease"),
+				                     with_values ? base64_decode(kv.value("value", "")) : std::string{}});
 		}
 		return out;
 	}
 
 	// delete_key -- delete key if it still has create revision `revision`
-	// (one txn); true: it was there
-	Result<bool> delete_key(const std::string &key, std::int64_t revision, Clock::time_point deadline)
+	// and, if holder is not empty, that value (one txn); true: it was there
+	Result<bool> delete_key(const std::string &key, std::int64_t revision, Clock::time_point deadline,
+	                        std::string_view holder = {})
 	{
 		const std::string k = base64_encode(key);
-		Json txn = {{"compare", Json::array({{{"key", k},
-		                                      {"target", "CREATE"},
-		                                      {"result", "EQUAL"},
-		                                      {"create_revision", std::to_string(revision)}}})},
+		Json compare = Json::array({{{"key", k},
+		                             {"target", "CREATE"},
+		                             {"result", "EQUAL"},
+		                             {"create_revision", std::to_string(revision)}}});
+		if (!holder.empty())
+			compare.push_back({{"key", k},
+			                   {"target", "VALUE"},
+			                   {"result", "EQUAL"},
+			                   {"value", base64_encode(std::string{holder})}});
+		Json txn = {{"compare", compare},
 		            {"success", Json::array({{{"request_delete_range", {{"key", k}}}}})}};
 		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
 		if (!r)
@@ -523,10 +535,11 @@ public:
 	// one the lease was granted with is refused; a shorter one refreshes it to
 	// its granted TTL (held at least as long as asked, as etcd itself raises a
 	// TTL below its minimum).
-	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, milliseconds ttl) override
+	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, std::string_view holder,
+	                            milliseconds ttl) override
 	{
 		const auto deadline = api_->gateway().call_deadline();
-		auto lock = holder_of(resource, token, deadline);
+		auto lock = holder_of(resource, token, holder, deadline);
 		if (!lock)
 			return lock.error();
 		if (lock->lease == 0)
@@ -551,16 +564,18 @@ public:
 
 	// Only the holder's grant is released: a txn deletes the key only if it
 	// still has that create revision (then it is still the first: no key can
-	// be created before it later), then its lease is revoked.
-	Result<bool> release_by_token(std::string_view resource, std::int64_t token) override
+	// be created before it later) and, given a holder, that value; then its
+	// lease is revoked.
+	Result<bool> release_by_token(std::string_view resource, std::int64_t token,
+	                              std::string_view holder) override
 	{
 		const auto deadline = api_->gateway().call_deadline();
-		auto lock = holder_of(resource, token, deadline);
+		auto lock = holder_of(resource, token, holder, deadline);
 		if (!lock)
 			return lock.error();
 		if (lock->lease == 0)
 			return false;
-		auto deleted = api_->delete_key(lock->key, token, deadline);
+		auto deleted = api_->delete_key(lock->key, token, deadline, holder);
 		if (!deleted)
 			return deleted.error();
 		if (*deleted)
@@ -581,17 +596,22 @@ protected:
 
 private:
 	// holder_of -- the lock key of (resource, token) if it is the holder's
-	// (no lock key of the resource was created before it); lease 0 otherwise
-	Result<LockKey> holder_of(std::string_view resource, std::int64_t token, Clock::time_point deadline)
+	// (no lock key of the resource was created before it) and, given a
+	// holder label, its value is that label; lease 0 otherwise.  The value
+	// is written once, when the key of that create revision is created (the
+	// move to the full lease keeps it), so a match read here names the
+	// holder of exactly the grant a later keepalive or delete acts on.
+	Result<LockKey> holder_of(std::string_view resource, std::int64_t token, std::string_view holder,
+	                          Clock::time_point deadline)
 	{
-		auto range = api_->lock_keys(resource, 0, token, deadline);
+		auto range = api_->lock_keys(resource, 0, token, deadline, !holder.empty());
 		if (!range)
 			return range.error();
 		LockKey lock{std::string(resource), "", 0, token};
 		for (const auto &kv : range->kvs) {
 			if (kv.create_revision < token)
 				return LockKey{std::string(resource), "", 0, token}; // a waiter's token
-			if (kv.create_revision == token) {
+			if (kv.create_revision == token && (holder.empty() || kv.value == holder)) {
 				lock.key = kv.key;
 				lock.lease = kv.lease;
 			}

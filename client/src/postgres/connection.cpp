@@ -345,27 +345,53 @@ db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wai
 	});
 }
 
+namespace {
+
+// holder_matched -- CALL (lease.renew or lease.release of (resource, token))
+// run only if the current grant (resource, token) is holder's, else false.
+// One statement, so no read-then-act race: a token is granted once, to one
+// holder (a re-acquire by the same holder keeps it), so the view's row for
+// (resource, token) names the holder of exactly the grant CALL acts on, and
+// CALL itself still checks the grant is current.  lease.leases, not
+// lease.grants: every role may read the view, only the extension the table.
+std::string
+holder_matched(pqxx::transaction_base &tx, std::string_view resource, std::int64_t token,
+               std::string_view holder, const std::string &call)
+{
+	if (holder.empty())
+		return call;
+	// operators schema-qualified, as the extension's own statements: the
+	// session's search_path cannot change what the match means
+	return "COALESCE((SELECT " + call + " FROM lease.leases l WHERE l.resource OPERATOR(pg_catalog.=) " +
+	       tx.quote(std::string{resource}) + " AND l.token OPERATOR(pg_catalog.=) " + std::to_string(token) +
+	       "::pg_catalog.int8 AND l.holder OPERATOR(pg_catalog.=) " + tx.quote(std::string{holder}) +
+	       "), false)";
+}
+
+} // namespace
+
 Result<bool>
-db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl,
-         milliseconds timeout) noexcept
+db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl, milliseconds timeout,
+         std::string_view holder) noexcept
 {
 	return guarded<bool>(&db, [&]() -> Result<bool> {
 		pqxx::nontransaction tx{*db.conn};
-		pqxx::row r = bounded(tx, timeout,
-		                      "lease.renew(" + tx.quote(std::string{resource}) + ", " +
-		                          std::to_string(token) + ", " + tx.quote(interval_ms(ttl)) + "::interval)");
+		const std::string call = "lease.renew(" + tx.quote(std::string{resource}) + ", " +
+		                         std::to_string(token) + ", " + tx.quote(interval_ms(ttl)) + "::interval)";
+		pqxx::row r = bounded(tx, timeout, holder_matched(tx, resource, token, holder, call));
 		return r[0].as<bool>();
 	});
 }
 
 Result<bool>
-db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout) noexcept
+db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,
+           std::string_view holder) noexcept
 {
 	return guarded<bool>(&db, [&]() -> Result<bool> {
 		pqxx::nontransaction tx{*db.conn};
-		pqxx::row r =
-		    bounded(tx, timeout,
-		            "lease.release(" + tx.quote(std::string{resource}) + ", " + std::to_string(token) + ")");
+		const std::string call =
+		    "lease.release(" + tx.quote(std::string{resource}) + ", " + std::to_string(token) + ")";
+		pqxx::row r = bounded(tx, timeout, holder_matched(tx, resource, token, holder, call));
 		return r[0].as<bool>();
 	});
 }

@@ -44,10 +44,13 @@ Result<std::optional<std::int64_t>> db_acquire(Db &db, std::string_view resource
                                                milliseconds wait, const std::string &holder,
                                                bool session_bound, milliseconds statement_timeout) noexcept;
 /// statement timeouts are per call (SET LOCAL): no session state, so the
-/// client works through a transaction-mode pooler
+/// client works through a transaction-mode pooler.  With a holder, the
+/// grant is renewed or released only if lease.leases names that holder for
+/// (resource, token), in the same statement (false otherwise).
 Result<bool> db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl,
-                      milliseconds timeout) noexcept;
-Result<bool> db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout) noexcept;
+                      milliseconds timeout, std::string_view holder = {}) noexcept;
+Result<bool> db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,
+                        std::string_view holder = {}) noexcept;
 /// The transactions of fenced/with_advisory run every statement (fn's too)
 /// under statement_timeout = timeout (SET LOCAL: it ends with them).
 Result<void> db_fenced(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,

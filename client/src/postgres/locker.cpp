@@ -5,7 +5,8 @@
 // The provider's recipe is the pg_lease extension's SQL API: lease.acquire
 // waits in the server's FIFO queue, the token is the extension's token
 // sequence (strictly increasing per resource, durable), renew and release
-// act on the exact (resource, token).  What every provider shares (renewal
+// act on the exact (resource, token) -- with a holder, only if the grant
+// is that holder's.  What every provider shares (renewal
 // thread, loss reporting, no-nested rule, argument checks) is in lease.cpp;
 // the connections are postgres/pool.cpp's, every SQL call connection.cpp's,
 // the pqxx-typed extras postgres.cpp's.
@@ -189,18 +190,19 @@ Client::grant(std::string_view resource, const LeaseOptions &options, const std:
 }
 
 Result<bool>
-Client::renew_by_token(std::string_view resource, std::int64_t token, std::chrono::milliseconds ttl)
+Client::renew_by_token(std::string_view resource, std::int64_t token, std::string_view holder,
+                       std::chrono::milliseconds ttl)
 {
 	return pool_->with_db<bool>([&](detail::Db &db) {
-		return detail::db_renew(db, resource, token, ttl, pool_->options().statement_grace);
+		return detail::db_renew(db, resource, token, ttl, pool_->options().statement_grace, holder);
 	});
 }
 
 Result<bool>
-Client::release_by_token(std::string_view resource, std::int64_t token)
+Client::release_by_token(std::string_view resource, std::int64_t token, std::string_view holder)
 {
 	return pool_->with_db<bool>([&](detail::Db &db) {
-		return detail::db_release(db, resource, token, pool_->options().statement_grace);
+		return detail::db_release(db, resource, token, pool_->options().statement_grace, holder);
 	});
 }
 

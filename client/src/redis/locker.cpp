@@ -35,6 +35,10 @@
 // or a command outside the user's ACL is Errc::permission, and it changes
 // nothing on the server.
 //
+// Token-level calls: renew and release by (resource, token) compare the
+// lock's value with "<token>:" (any holder) or, given the holder, with the
+// whole "<token>:<holder>", inside the renew or release script.
+//
 // Re-acquire: a holder asking for a key it holds already gets its token back
 // with a new expiry (as the PostgreSQL provider does), so an acquire retried
 // after a lost reply does not wait for itself.  Waiting: retries with
@@ -280,16 +284,22 @@ public:
 	}
 	std::string_view provider() const noexcept override { return "Redis"; }
 
-	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, milliseconds ttl) override
+	// by token alone the script compares the value's "<token>:" prefix; with
+	// a holder the whole "<token>:<holder>", in the same script as the change
+	Result<bool> renew_by_token(std::string_view resource, std::int64_t token, std::string_view holder,
+	                            milliseconds ttl) override
 	{
-		return compare_and(*node_, renew_script, keys_of(resource), std::to_string(token) + ":", "token",
-		                   std::to_string(ttl.count()));
+		return compare_and(*node_, renew_script, keys_of(resource),
+		                   std::to_string(token) + ":" + std::string{holder},
+		                   holder.empty() ? "token" : "value", std::to_string(ttl.count()));
 	}
 
-	Result<bool> release_by_token(std::string_view resource, std::int64_t token) override
+	Result<bool> release_by_token(std::string_view resource, std::int64_t token,
+	                              std::string_view holder) override
 	{
 		Keys keys = keys_of(resource);
-		return compare_and(*node_, release_script, keys, std::to_string(token) + ":", "token", keys.channel);
+		return compare_and(*node_, release_script, keys, std::to_string(token) + ":" + std::string{holder},
+		                   holder.empty() ? "token" : "value", keys.channel);
 	}
 
 protected:

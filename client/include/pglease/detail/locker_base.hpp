@@ -33,7 +33,12 @@ public:
 	Result<Lease> try_acquire(std::string_view resource, LeaseOptions options = {}) noexcept override;
 	/// The token-level calls: the arguments are checked here, once for every
 	/// provider (resource as for acquire, token positive, ttl positive and at
-	/// most max_ttl()), then renew_by_token / release_by_token run.
+	/// most max_ttl(), holder a label as for acquire and not empty), then
+	/// renew_by_token / release_by_token run.
+	Result<bool> renew(std::string_view resource, std::int64_t token, std::string_view holder,
+	                   std::chrono::milliseconds ttl) noexcept final;
+	Result<bool> release(std::string_view resource, std::int64_t token,
+	                     std::string_view holder) noexcept final;
 	Result<bool> renew(std::string_view resource, std::int64_t token,
 	                   std::chrono::milliseconds ttl) noexcept final;
 	Result<bool> release(std::string_view resource, std::int64_t token) noexcept final;
@@ -61,13 +66,16 @@ protected:
 	/// one is refused before any I/O, with a message naming this maximum.
 	[[nodiscard]] virtual std::chrono::milliseconds max_ttl() const noexcept;
 	/// renew / release of the grant (resource, token) after the checks of
-	/// renew() / release(); true: done, false: not the current grant.  Only the
-	/// current holder's grant may be renewed or released.  May throw (turned
-	/// into Errc::internal).  Default: Errc::invalid_argument, the provider
-	/// cannot name a grant by its token.
+	/// renew() / release(); true: done, false: not the current grant, or (a
+	/// holder given) not that holder's.  holder empty: any holder's (the
+	/// token-only calls); else it is matched atomically with the change.
+	/// Only the current holder's grant may be renewed or released.  May throw
+	/// (turned into Errc::internal).  Default: Errc::invalid_argument, the
+	/// provider cannot name a grant by its token.
 	virtual Result<bool> renew_by_token(std::string_view resource, std::int64_t token,
-	                                    std::chrono::milliseconds ttl);
-	virtual Result<bool> release_by_token(std::string_view resource, std::int64_t token);
+	                                    std::string_view holder, std::chrono::milliseconds ttl);
+	virtual Result<bool> release_by_token(std::string_view resource, std::int64_t token,
+	                                      std::string_view holder);
 	/// Errc::invalid_argument when ttl is not positive or above max_ttl().
 	[[nodiscard]] Result<void> check_ttl(std::chrono::milliseconds ttl) const;
 
@@ -79,6 +87,10 @@ protected:
 
 private:
 	[[nodiscard]] Result<void> check_token_call(std::string_view resource, std::int64_t token) const;
+	Result<bool> renew_checked(std::string_view resource, std::int64_t token, std::string_view holder,
+	                           std::chrono::milliseconds ttl) noexcept;
+	Result<bool> release_checked(std::string_view resource, std::int64_t token,
+	                             std::string_view holder) noexcept;
 
 	std::shared_ptr<LeaseEngine> engine_; // null when construction failed
 	std::string holder_prefix_;
