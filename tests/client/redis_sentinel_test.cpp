@@ -429,9 +429,8 @@ run_failover(const std::string &fault, milliseconds follow_bound, milliseconds h
 TEST(RedisSentinelFailover, sentinel_failover_while_held_and_waited_clients_follow_the_new_master)
 {
 	// the old master stays a writable master until the Sentinels reconfigure
-	// it (8 to 20 s after they name the new one: the role it reports must stay
-	// wrong for 8 s, asked every 10 s); only then
-	// do its clients' connections end, and they ask the Sentinels again
+	// it (seconds after they name the new one; about 10 s here), which ends
+	// its clients' connections: only then do they ask the Sentinels again
 	run_failover("failover", 30s, 3s);
 }
 
