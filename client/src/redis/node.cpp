@@ -18,6 +18,11 @@ using std::chrono::milliseconds;
 
 namespace {
 
+// How often a Node behind Sentinels asks them whether the master moved
+// (recheck_master): one question a second bounds how long a client keeps
+// using a master the Sentinels replaced while it still answers.
+constexpr milliseconds master_recheck{1000};
+
 // demoted -- an error reply that says the node is not a writable master
 // (a replica since a failover; a script's write on it says so too)
 bool
@@ -116,6 +121,33 @@ Node::forget_master() noexcept
 	master_known_ = false;
 }
 
+// recheck_master -- behind Sentinels, at most once per master_recheck: do
+// they still name the known master?  If not, its connections go and the
+// next one asks again.  The question takes at most half of budget; a
+// failed one keeps the master (a connection error will ask again).
+void
+Node::recheck_master(milliseconds budget) noexcept
+{
+	if (!sentinels_)
+		return;
+	Endpoint known;
+	const auto now = Clock::now();
+	try {
+		std::lock_guard<std::mutex> lk(mu_);
+		if (!master_known_ || now < next_recheck_)
+			return;
+		next_recheck_ = now + master_recheck;
+		known = endpoint_;
+	} catch (...) {
+		return;
+	}
+	const milliseconds limit = std::max(budget / 2, milliseconds{1});
+	Timeouts t{std::min(timeouts_.connect, limit), std::min(timeouts_.command, limit)};
+	auto master = sentinels_->master(t, deadline_after(now, limit));
+	if (master && !(*master == known))
+		forget_master();
+}
+
 // target -- where the next connection goes: the fixed node, or the master
 // (the Sentinels are asked when none is known)
 Result<Endpoint>
@@ -135,6 +167,7 @@ Node::target(Timeouts timeouts, Clock::time_point deadline) noexcept
 			idle_.clear();
 		endpoint_ = *master;
 		master_known_ = true;
+		next_recheck_ = Clock::now() + master_recheck;
 		return master;
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
@@ -158,6 +191,7 @@ Result<Connection>
 Node::borrow(milliseconds timeout, bool &reused) noexcept
 {
 	reused = false;
+	recheck_master(timeout);
 	{
 		std::lock_guard<std::mutex> lk(mu_);
 		while (!idle_.empty()) {

@@ -3,7 +3,10 @@
 // unreachable.  Behind Sentinels (redis+sentinel://) the node is whichever
 // is the master now: its address comes from redis/sentinel.hpp, every new
 // connection checks ROLE, and a connection error or a READONLY reply
-// forgets it, so the next connection asks the Sentinels again.
+// forgets it, so the next connection asks the Sentinels again; and the
+// Sentinels are asked again at most once a second (master_recheck) whether
+// the master moved, since after SENTINEL FAILOVER the old master stays
+// writable, with no error to its clients, until they reconfigure it.
 //
 // No recipe lives here (see redis/locker.cpp and redlock/locker.cpp).
 //
@@ -64,10 +67,12 @@ private:
 	Result<Endpoint> target(Timeouts timeouts, std::chrono::steady_clock::time_point deadline) noexcept;
 	Result<Connection> open_checked(const Endpoint &where, Timeouts timeouts) noexcept;
 	void forget_master() noexcept;
+	void recheck_master(std::chrono::milliseconds budget) noexcept;
 	std::string where() const;
 
-	std::shared_ptr<Sentinels> sentinels_; ///< null: a fixed node
-	bool master_known_ = false;            ///< behind Sentinels: endpoint_ is the master's
+	std::shared_ptr<Sentinels> sentinels_;                 ///< null: a fixed node
+	bool master_known_ = false;                            ///< behind Sentinels: endpoint_ is the master's
+	std::chrono::steady_clock::time_point next_recheck_{}; ///< when to ask the Sentinels again
 	Endpoint endpoint_;
 	int db_;
 	Credentials credentials_;
