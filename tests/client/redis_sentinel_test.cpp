@@ -341,6 +341,44 @@ struct FailoverRun {
 	}
 };
 
+// new_master_after -- run FAULT (a verb of scripts/sentinel.sh), then the
+// address of the master every Sentinel names ("" after a failure)
+std::string
+new_master_after(const Deployment &deployment, const std::string &fault)
+{
+	Ran ran = deployment.run(fault);
+	if (!ran.ok()) {
+		ADD_FAILURE() << fault << ": " << ran.output;
+		return "";
+	}
+	std::string master = trimmed(ran.output);
+	if (fault == "kill-master") { // it printed the killed one
+		ran = deployment.run("wait-new-master", "'" + master + "' 30");
+		if (!ran.ok()) {
+			ADD_FAILURE() << "wait-new-master: " << ran.output;
+			return "";
+		}
+		master = trimmed(ran.output);
+	}
+	EXPECT_NE(master, deployment.first_master());
+	return master;
+}
+
+// asked_again -- the waiter's lease: a wait that ended in the switch
+// (Errc::unavailable, as any call then may) is asked again, as an
+// application would, for up to BOUND
+pglease::Result<pglease::Lease>
+asked_again(FailoverRun &r, pglease::Result<pglease::Lease> first, milliseconds bound)
+{
+	const auto until = Clock::now() + bound;
+	while (!first && first.error().code == Errc::unavailable && Clock::now() < until) {
+		r.seen.add(first.error());
+		std::this_thread::sleep_for(100ms);
+		first = in_other_thread([&] { return r.waiter_locker->acquire(r.resource, opts(5s, 5s)); });
+	}
+	return first;
+}
+
 // run_failover -- hold, wait, FAULT (a shell verb of sentinel.sh that
 // prints the new master or the killed one), then check that the clients
 // follow: the waiter is granted on the new master with a higher token, a
@@ -368,17 +406,10 @@ run_failover(const std::string &fault, milliseconds follow_bound, milliseconds h
 	});
 	std::this_thread::sleep_for(300ms);
 	const auto fault_at = Clock::now();
-	Ran ran = r.deployment.run(fault);
-	ASSERT_TRUE(ran.ok()) << fault << ": " << ran.output;
-	std::string new_master = trimmed(ran.output);
-	if (fault == "kill-master") {
-		ran = r.deployment.run("wait-new-master", "'" + new_master + "' 30");
-		ASSERT_TRUE(ran.ok()) << "wait-new-master: " << ran.output;
-		new_master = trimmed(ran.output);
-	}
+	const std::string new_master = new_master_after(r.deployment, fault);
+	ASSERT_FALSE(new_master.empty());
 	std::cout << "  new master " << new_master << " (was " << r.deployment.first_master() << ") after "
 	          << ms_since(fault_at) << " ms\n";
-	EXPECT_NE(new_master, r.deployment.first_master());
 	// a client is granted on the new master within the bound (a grant on
 	// the old one, not yet reconfigured by the Sentinels, does not count)
 	auto on_new_master = [&] {
@@ -397,15 +428,7 @@ run_failover(const std::string &fault, milliseconds follow_bound, milliseconds h
 		EXPECT_FALSE(held->valid());
 	}
 	(void)held->release(); // may be lost already: the waiter is granted either way
-	auto next = waiter.get();
-	// a wait that ended in the switch (Errc::unavailable, as any call then
-	// may) is asked again, as an application would, until the bound
-	const auto retry_until = Clock::now() + follow_bound;
-	while (!next && next.error().code == Errc::unavailable && Clock::now() < retry_until) {
-		r.seen.add(next.error());
-		std::this_thread::sleep_for(100ms);
-		next = in_other_thread([&] { return r.waiter_locker->acquire(r.resource, opts(5s, 5s)); });
-	}
+	auto next = asked_again(r, waiter.get(), follow_bound);
 	ASSERT_TRUE(next) << next.error();
 	EXPECT_TRUE(r.deployment.node_has(new_master, "pglease:lock:" + r.resource))
 	    << "the waiter's lease is not on the new master " << new_master;

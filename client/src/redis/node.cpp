@@ -30,7 +30,6 @@ demoted(const Reply &reply) noexcept
 {
 	std::string_view text = reply.text;
 	return text.rfind("READONLY", 0) == 0 || text.rfind("MASTERDOWN", 0) == 0 ||
-	       text.find("-READONLY") != std::string_view::npos ||
 	       text.find("READONLY You can't write") != std::string_view::npos;
 }
 
