@@ -4,12 +4,13 @@
 # three Sentinels (redis-server CONF --sentinel), every one on a free port,
 # all files under DIR.  The master is monitored as "pglease" with quorum 2.
 #
-#   sentinel.sh start DIR [NAME=VALUE...]   start all six, wait until the
-#                        replicas are in sync and every Sentinel passes
-#                        SENTINEL CKQUORUM; prints the addresses (below).
-#                        NAME=VALUE: redis.conf lines of the data nodes
-#                        (redis.sh's); with requirepass=PW the replicas get
-#                        masterauth PW and the Sentinels auth-pass PW
+#   sentinel.sh start DIR [persist] [NAME=VALUE...]   start all six, wait
+#                        until the replicas are in sync and every Sentinel
+#                        passes SENTINEL CKQUORUM; prints the addresses
+#                        (below).  persist and NAME=VALUE go to every data
+#                        node's redis.sh start (AOF with appendfsync always;
+#                        redis.conf lines); with requirepass=PW the replicas
+#                        get masterauth PW and the Sentinels auth-pass PW
 #   sentinel.sh stop DIR                    SIGTERM: Sentinels, then nodes
 #   sentinel.sh kill DIR                    SIGKILL all (a test's cleanup)
 #   sentinel.sh master DIR                  the master's address, as the
@@ -49,7 +50,7 @@ command -v redis-cli >/dev/null 2>&1 ||
 
 cmd="${1:-}"; dir="${2:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] ||
-	die "usage: sentinel.sh start DIR [NAME=VALUE...] | stop|kill|master|kill-master DIR | failover DIR [SECONDS] | wait-new-master DIR OLD [SECONDS]"
+	die "usage: sentinel.sh start DIR [persist] [NAME=VALUE...] | stop|kill|master|kill-master DIR | failover DIR [SECONDS] | wait-new-master DIR OLD [SECONDS]"
 
 # password -- the data nodes' requirepass, if start was given one
 password() { sed -n 's/^requirepass=//p' "$dir/options" 2>/dev/null | tail -1; }
