@@ -404,6 +404,12 @@ run_failover(const std::string &fault, milliseconds follow_bound, milliseconds h
 	auto prober = std::async(std::launch::async, [&] {
 		probe(*r.probe_locker, unique_resource("sentinel/probe/"), stop, r.seen);
 	});
+	// stop the prober on every way out (a failed ASSERT returns early): the
+	// future's destructor waits for it, then the servers are killed
+	struct StopOnExit {
+		std::atomic<bool> &stop;
+		~StopOnExit() { stop = true; }
+	} stop_on_exit{stop};
 	std::this_thread::sleep_for(300ms);
 	const auto fault_at = Clock::now();
 	const std::string new_master = new_master_after(r.deployment, fault);
