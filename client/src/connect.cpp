@@ -33,7 +33,7 @@ registry()
 std::string_view
 component_of(std::string_view scheme) noexcept
 {
-	if (scheme == "redis" || scheme == "redlock")
+	if (scheme == "redis" || scheme == "redlock" || scheme == "redis+sentinel")
 		return "redis";
 	if (scheme == "etcd")
 		return "etcd";

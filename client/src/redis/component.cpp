@@ -1,5 +1,6 @@
 // redis/component.cpp -- the pglease::redis component's registration: the
-// redis:// and redlock:// schemes, registered with connect() by a static
+// redis://, redlock:// and redis+sentinel:// schemes (rediss+sentinel:// too,
+// to be refused with a reason rather than as an unknown scheme), registered with connect() by a static
 // initializer when this object is linked in.
 //
 // Nothing references this object, so a linker taking pglease_redis from a
@@ -26,6 +27,10 @@ namespace {
 using pglease::detail::register_provider;
 
 [[maybe_unused]] const bool redis_registered = register_provider("redis", pglease::detail::connect_redis);
+[[maybe_unused]] const bool sentinel_registered =
+    register_provider("redis+sentinel", pglease::detail::connect_redis);
+[[maybe_unused]] const bool tls_sentinel_registered =
+    register_provider("rediss+sentinel", pglease::detail::connect_redis);
 [[maybe_unused]] const bool redlock_registered =
     register_provider("redlock", pglease::detail::connect_redlock);
 

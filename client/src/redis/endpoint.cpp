@@ -1,4 +1,4 @@
-// redis/endpoint.cpp -- parsing of redis:// and redlock:// URLs (see endpoint.hpp
+// redis/endpoint.cpp -- parsing of redis://, redlock:// and redis+sentinel:// URLs (see endpoint.hpp
 // for the accepted forms and why); the host:port list is detail/endpoints.cpp's.
 #include "redis/endpoint.hpp"
 
@@ -14,6 +14,7 @@ constexpr std::string_view redis_scheme = "redis://";
 constexpr std::string_view redlock_scheme = "redlock://";
 constexpr std::string_view tls_scheme = "rediss://";
 constexpr std::string_view sentinel_scheme = "redis+sentinel://";
+constexpr std::string_view tls_sentinel_scheme = "rediss+sentinel://";
 constexpr std::size_t redlock_min_nodes = 3;
 
 // masked -- the URL as an error message may show it: never a password.  What
@@ -69,7 +70,8 @@ credentials_of(std::string_view url, std::string_view userinfo)
 		return bad_url(url, "credentials must be [user]:password@ (a ':' before the password; "
 		                    "redis://:password@host:port for the default user)");
 	Credentials c;
-	if (!percent_decoded(userinfo.substr(0, colon), c.user) || !percent_decoded(userinfo.substr(colon + 1), c.password))
+	if (!percent_decoded(userinfo.substr(0, colon), c.user) ||
+	    !percent_decoded(userinfo.substr(colon + 1), c.password))
 		return bad_url(url, "a '%' in the credentials is not followed by two hex digits "
 		                    "(write '%' as %25)");
 	if (c.password.empty())
@@ -78,28 +80,70 @@ credentials_of(std::string_view url, std::string_view userinfo)
 	return c;
 }
 
-// after_scheme -- the URL after its scheme, and whether it is redlock://;
-// rediss:// and redis+sentinel:// are named as not supported yet
+// after_scheme -- the URL after its scheme, and which scheme it is;
+// rediss:// is named as not supported yet, rediss+sentinel:// as not supported
 Result<std::string_view>
-after_scheme(std::string_view url, bool &redlock)
+after_scheme(std::string_view url, Target &target)
 {
-	redlock = url.substr(0, redlock_scheme.size()) == redlock_scheme;
-	if (redlock)
+	auto starts = [url](std::string_view scheme) { return url.substr(0, scheme.size()) == scheme; };
+	if (starts(redlock_scheme)) {
+		target.redlock = true;
 		return url.substr(redlock_scheme.size());
-	if (url.substr(0, redis_scheme.size()) == redis_scheme)
+	}
+	if (starts(redis_scheme))
 		return url.substr(redis_scheme.size());
-	if (url.substr(0, tls_scheme.size()) == tls_scheme)
+	if (starts(sentinel_scheme)) {
+		target.sentinel = true;
+		return url.substr(sentinel_scheme.size());
+	}
+	if (starts(tls_scheme))
 		return bad_url(url, "the scheme rediss:// (Redis over TLS) is not supported yet");
-	if (url.substr(0, sentinel_scheme.size()) == sentinel_scheme)
-		return bad_url(url, "the scheme redis+sentinel:// (Redis Sentinel) is not supported yet");
-	return bad_url(url, "the scheme must be redis:// or redlock://");
+	if (starts(tls_sentinel_scheme))
+		return bad_url(url, "the scheme rediss+sentinel:// (TLS to Sentinels and nodes) is not "
+		                    "supported; use redis+sentinel:// on a trusted network");
+	return bad_url(url, "the scheme must be redis://, redlock:// or redis+sentinel://");
+}
+
+// parse_db -- the /db of a URL (empty: 0).  SELECT takes 0 .. databases-1,
+// and redis.conf's databases is at most INT_MAX: a larger index can never
+// exist.  Which ones exist depends on the server (16 by default), so the
+// server's "DB index is out of range" is judged at the first call
+// (Errc::invalid_argument, redis/connection.cpp).
+Result<int>
+parse_db(std::string_view url, std::string_view db)
+{
+	if (db.empty())
+		return 0;
+	long n = parse_decimal(db, std::numeric_limits<int>::max() - 1L);
+	if (n < 0)
+		return bad_url(url, "database \"" + std::string(db) + "\" is not a number from 0 to " +
+		                        std::to_string(std::numeric_limits<int>::max() - 1L));
+	return static_cast<int>(n);
+}
+
+// sentinel_path -- "MASTER_NAME[/db]" of a redis+sentinel:// URL: the name
+// into target, the rest (a db or nothing) returned
+Result<std::string_view>
+sentinel_path(std::string_view url, std::string_view path, Target &target)
+{
+	auto slash = path.find('/');
+	std::string_view name = path.substr(0, slash);
+	if (name.empty())
+		return bad_url(url, "redis+sentinel:// needs the master's name after the Sentinels: "
+		                    "redis+sentinel://s1:p1,s2:p2,s3:p3/MASTER_NAME[/db]");
+	if (!percent_decoded(name, target.master_name))
+		return bad_url(url, "a '%' in the master name is not followed by two hex digits");
+	for (unsigned char c : target.master_name)
+		if (c <= ' ' || c == 0x7f || c == '/')
+			return bad_url(url, "the master name holds a space, a control character or '/'");
+	return slash == std::string_view::npos ? std::string_view{} : path.substr(slash);
 }
 
 Result<Target>
 parse(std::string_view url)
 {
 	Target target;
-	auto after = after_scheme(url, target.redlock);
+	auto after = after_scheme(url, target);
 	if (!after)
 		return after.error();
 	std::string_view rest = *after;
@@ -116,32 +160,30 @@ parse(std::string_view url)
 		return bad_url(url, "query strings and fragments are not supported");
 	auto slash = rest.find('/');
 	std::string_view authority = rest.substr(0, slash);
-	if (slash != std::string_view::npos) {
-		std::string_view db = rest.substr(slash + 1);
-		if (!db.empty()) {
-			// SELECT takes 0 .. databases-1, and redis.conf's databases
-			// is at most INT_MAX: a larger index can never exist.  Which
-			// ones exist depends on the server (16 by default), so the
-			// server's "DB index is out of range" is judged at the first
-			// call (Errc::invalid_argument, redis/connection.cpp).
-			long n = parse_decimal(db, std::numeric_limits<int>::max() - 1L);
-			if (n < 0)
-				return bad_url(url, "database \"" + std::string(db) + "\" is not a number from 0 to " +
-				                        std::to_string(std::numeric_limits<int>::max() - 1L));
-			target.db = static_cast<int>(n);
-		}
+	std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
+	if (target.sentinel) {
+		auto db_part = sentinel_path(url, path, target);
+		if (!db_part)
+			return db_part.error();
+		path = db_part->empty() ? std::string_view{} : db_part->substr(1);
 	}
+	auto db = parse_db(url, path);
+	if (!db)
+		return db.error();
+	target.db = *db;
 	auto nodes = parse_host_list(authority);
 	if (!nodes)
 		return nodes.error().code == Errc::invalid_argument ? bad_url(url, nodes.error().message)
 		                                                    : nodes.error();
 	for (auto &node : *nodes) {
 		if (std::find(target.nodes.begin(), target.nodes.end(), node) != target.nodes.end())
-			return bad_url(url, "node " + to_string(node) + " is named twice (it would vote twice)");
+			return bad_url(url, "node " + to_string(node) + " is named twice" +
+			                        (target.sentinel ? "" : " (it would vote twice)"));
 		target.nodes.push_back(std::move(node));
 	}
-	if (!target.redlock && target.nodes.size() != 1)
-		return bad_url(url, "redis:// takes one node; use redlock:// for several independent nodes");
+	if (!target.redlock && !target.sentinel && target.nodes.size() != 1)
+		return bad_url(url, "redis:// takes one node; use redlock:// for several independent nodes "
+		                    "or redis+sentinel:// for Sentinels");
 	if (target.redlock && target.nodes.size() < redlock_min_nodes)
 		return bad_url(url, "redlock:// needs at least " + std::to_string(redlock_min_nodes) +
 		                        " independent nodes, got " + std::to_string(target.nodes.size()));

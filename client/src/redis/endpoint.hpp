@@ -1,5 +1,6 @@
 // redis/endpoint.hpp -- where the Redis providers connect: the nodes and the
-// credentials of a redis:// or redlock:// URL (docs/design.md#urls).
+// credentials of a redis://, redlock:// or redis+sentinel:// URL
+// (docs/design.md#urls).
 //
 // Decisions the parser enforces:
 // - the nodes are a host:port list as every provider reads it
@@ -24,9 +25,17 @@
 //   user or a password?) and an empty password are refused.  redlock://
 //   takes the credentials once, for every node: Redlock's nodes are one
 //   deployment's peers, and a URL has one userinfo;
+// - redis+sentinel://[[user]:password@]s1:p1[,s2:p2...]/MASTER_NAME[/db]
+//   names one or more Sentinels (distinct) and the master they monitor
+//   (redis/sentinel.hpp asks them for its address).  The credentials are the
+//   data nodes' (the master and, after a failover, the replica promoted):
+//   the Sentinels themselves are asked without AUTH, and a Sentinel that
+//   wants a password is refused as Errc::permission at the first call.
+//   MASTER_NAME is required, %XX-decoded, and may not hold a space, a
+//   control character or '/'.  rediss+sentinel:// (TLS to Sentinels and
+//   nodes) is refused as not supported;
 // - query strings and fragments are not supported yet and are refused
-//   rather than ignored; rediss:// (TLS) and redis+sentinel:// are refused
-//   as not supported yet;
+//   rather than ignored; rediss:// (TLS) is refused as not supported yet;
 // - no message quotes a password: the URL is shown with its userinfo and its
 //   query masked ("redis://***@host:port", "?***").
 #pragma once
@@ -51,14 +60,17 @@ struct Credentials {
 };
 
 struct Target {
-	bool redlock = false;        ///< redlock:// (else redis://)
+	bool redlock = false;        ///< redlock:// (else redis:// or redis+sentinel://)
+	bool sentinel = false;       ///< redis+sentinel://: nodes are the Sentinels
+	std::string master_name;     ///< redis+sentinel://: the master the Sentinels monitor
 	std::vector<Endpoint> nodes; ///< one for redis://, three or more for redlock://
 	int db = 0;                  ///< SELECTed on every node when not 0
 	Credentials credentials;     ///< the same on every node
 };
 
-/// Parse redis://[[user]:password@]host:port[/db] or
-/// redlock://[[user]:password@]h1:p1,h2:p2,h3:p3[,...][/db];
+/// Parse redis://[[user]:password@]host:port[/db],
+/// redlock://[[user]:password@]h1:p1,h2:p2,h3:p3[,...][/db] or
+/// redis+sentinel://[[user]:password@]s1:p1[,...]/MASTER_NAME[/db];
 /// Errc::invalid_argument with what is wrong otherwise.
 [[nodiscard]] Result<Target> parse_url(std::string_view url) noexcept;
 

@@ -1,4 +1,5 @@
-// redis/locker.cpp -- the redis:// provider: leases on one Redis node.
+// redis/locker.cpp -- the redis:// provider: leases on one Redis node; and
+// redis+sentinel://, the same on whichever node Sentinel names the master.
 //
 // Recipe: the single-instance lock of the Redis distlock page
 // (https://redis.io/docs/latest/develop/clients/patterns/distributed-locks/):
@@ -38,6 +39,16 @@
 // Token-level calls: renew and release by (resource, token) compare the
 // lock's value with "<token>:" (any holder) or, given the holder, with the
 // whole "<token>:<holder>", inside the renew or release script.
+//
+// Sentinel (redis+sentinel://): the recipe runs on the master the Sentinels
+// name (redis/node.hpp follows it through a failover; meanwhile every call
+// is Errc::unavailable).  Redis replicates asynchronously: a replica
+// promoted by a failover may lack the latest grant (a second holder while
+// the first still holds) and the latest INCR of the counter (a token handed
+// out again).  Nothing here waits for a replica (WAIT would only narrow the
+// window, and Redis' docs say WAIT does not make Redis strongly consistent),
+// so capabilities() claims neither durable nor survives_failover; tokens
+// strictly increase between failovers.
 //
 // Re-acquire: a holder asking for a key it holds already gets its token back
 // with a new expiry (as the PostgreSQL provider does), so an acquire retried
@@ -275,11 +286,14 @@ public:
 	{
 	}
 
+	// The same behind Sentinels: a failover to an asynchronous replica can
+	// lose the last grant and the last INCR (see the banner), so neither
+	// durable nor survives_failover, with or without Sentinel.
 	Capabilities capabilities() const noexcept override
 	{
 		Capabilities c;
 		c.distributed = true;
-		c.fencing_token = true; // while the node keeps its data (AOF, appendfsync always)
+		c.fencing_token = true; // while the node keeps its data (AOF, appendfsync always), no failover
 		return c;
 	}
 	std::string_view provider() const noexcept override { return "Redis"; }
@@ -418,11 +432,17 @@ connect_redis(std::string_view url, const ClientOptions &options)
 	auto target = redis::parse_url(url);
 	if (!target)
 		return target.error();
-	if (target->redlock || target->nodes.size() != 1)
+	if (target->redlock || (!target->sentinel && target->nodes.size() != 1))
 		return Error{Errc::invalid_argument, "",
 		             "redis:// names exactly one node: redis://[[user]:password@]host:port[/db]"};
-	auto node = std::make_shared<Node>(target->nodes[0], target->db, target->credentials, options,
-	                                   options.statement_grace);
+	std::shared_ptr<Node> node;
+	if (target->sentinel)
+		node = std::make_shared<Node>(
+		    std::make_shared<redis::Sentinels>(std::move(target->nodes), std::move(target->master_name)),
+		    target->db, target->credentials, options, options.statement_grace);
+	else
+		node = std::make_shared<Node>(target->nodes[0], target->db, target->credentials, options,
+		                              options.statement_grace);
 	auto locker = std::make_unique<RedisLocker>(std::move(node), options.statement_grace);
 	return handed_out(std::move(locker));
 }

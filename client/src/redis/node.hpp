@@ -1,15 +1,22 @@
 // redis/node.hpp -- one Redis node as the Redis and Redlock providers use it:
 // a small pool of Connections and reconnect backoff while the node is
-// unreachable.
+// unreachable.  Behind Sentinels (redis+sentinel://) the node is whichever
+// is the master now: its address comes from redis/sentinel.hpp, every new
+// connection checks ROLE, and a connection error or a READONLY reply
+// forgets it, so the next connection asks the Sentinels again; and the
+// Sentinels are asked again at most once a second (master_recheck) whether
+// the master moved, since after SENTINEL FAILOVER the old master stays
+// writable, with no error to its clients, until they reconfigure it.
 //
 // No recipe lives here (see redis/locker.cpp and redlock/locker.cpp).
 //
-// Locking: Node::mu_ guards the idle connections, the backoff state and the
-// random generator; a borrowed Connection belongs to one caller until it is
+// Locking: Node::mu_ guards the idle connections, the backoff state, the
+// master's address and the random generator; a borrowed Connection belongs to one caller until it is
 // given back, so no lock is held across a command.
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -18,6 +25,7 @@
 #include "detail/backoff.hpp"
 #include "pglease/options.hpp"
 #include "redis/connection.hpp"
+#include "redis/sentinel.hpp"
 
 namespace pglease::detail::redis {
 
@@ -27,10 +35,14 @@ public:
 	/// every connection (the pool's and a subscriber's) AUTHs with credentials.
 	Node(Endpoint endpoint, int db, Credentials credentials, const ClientOptions &options,
 	     std::chrono::milliseconds command_timeout);
+	/// The master the Sentinels name (redis+sentinel://), the same otherwise.
+	Node(std::shared_ptr<Sentinels> sentinels, int db, Credentials credentials, const ClientOptions &options,
+	     std::chrono::milliseconds command_timeout);
 	Node(const Node &) = delete;
 	Node &operator=(const Node &) = delete;
 
-	[[nodiscard]] const Endpoint &endpoint() const noexcept { return endpoint_; }
+	/// The node's address (behind Sentinels: the master's last known one).
+	[[nodiscard]] Endpoint endpoint() const;
 
 	/// Run a script on a pooled connection.  Errc::unavailable when the node
 	/// cannot be reached (at once while in reconnect backoff); an error reply
@@ -52,14 +64,22 @@ private:
 	void connected() noexcept;
 	void unreachable(const Error &error) noexcept;
 	Result<void> in_backoff() noexcept;
+	Result<Endpoint> target(Timeouts timeouts, std::chrono::steady_clock::time_point deadline) noexcept;
+	Result<Connection> open_checked(const Endpoint &where, Timeouts timeouts) noexcept;
+	void forget_master() noexcept;
+	void recheck_master(std::chrono::milliseconds budget) noexcept;
+	std::string where() const;
 
+	std::shared_ptr<Sentinels> sentinels_;                 ///< null: a fixed node
+	bool master_known_ = false;                            ///< behind Sentinels: endpoint_ is the master's
+	std::chrono::steady_clock::time_point next_recheck_{}; ///< when to ask the Sentinels again
 	Endpoint endpoint_;
 	int db_;
 	Credentials credentials_;
 	ClientOptions options_;
 	Timeouts timeouts_;
 
-	std::mutex mu_;
+	mutable std::mutex mu_;
 	std::vector<Connection> idle_;
 	std::chrono::steady_clock::time_point next_connect_{};
 	Backoff backoff_;

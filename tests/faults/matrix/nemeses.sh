@@ -7,11 +7,12 @@
 #             another node was stopped (SIGSTOP), so that the restarted node
 #             is in the holder's bare majority (Kleppmann's Redlock case)
 #   failover  kill -9 the primary/leader while a worker holds: PostgreSQL
-#             promotes its synchronous standby; Redis promotes its
-#             asynchronous replica (REPLICAOF NO ONE, as Sentinel would)
-#             whose link was cut before the grant (the lag async
-#             replication allows); Redlock loses a node of the holder's
-#             majority; etcd and ZooKeeper elect a new leader
+#             promotes its synchronous standby; Redis's Sentinels promote
+#             one of its asynchronous replicas (scripts/sentinel.sh; the
+#             workers follow through redis+sentinel://), whose links were
+#             cut before the grant (the lag async replication allows);
+#             Redlock loses a node of the holder's majority; etcd and
+#             ZooKeeper elect a new leader
 # Each nemesis sets SHOWN_NOTE (what happened) and returns non-zero if it
 # could not land (the cell then fails: a fault that missed shows nothing).
 
@@ -151,14 +152,23 @@ leader_node() {
 	return 1
 }
 
+# replica_links PROVIDER cut|mend -- the replication links of redis's
+# (redisaof's) Sentinel deployment: cut, each replica AUTHs to its master
+# with a password the master refuses (the link stays down, writes are not
+# replicated); mended, no password again
+replica_links() {
+	local r auth=""
+	[ "$2" = mend ] || auth=pglease-matrix-cut-link
+	for r in $(cat "$(sentinel_dir "$1")/replicas"); do
+		redis-cli -p "${r##*:}" CONFIG SET masterauth "$auth" >/dev/null
+		[ "$2" = mend ] || redis-cli -p "${r##*:}" CLIENT KILL TYPE master >/dev/null
+	done
+}
+
 nemesis_failover() {
-	local i n rport
+	local i n old
 	mark
-	case "$PROV" in
-	redis | redisaof) rport="$(replica_port "$PROV")"
-		# the link cut (lag): the replica follows a port nothing listens on
-		redis-cli -p "$rport" REPLICAOF 127.0.0.1 "$(free_port)" >/dev/null ;;
-	esac
+	case "$PROV" in redis | redisaof) replica_links "$PROV" cut ;; esac
 	i="$(wait_holding 30)" || { SHOWN_NOTE="no grant to fail over"; return 1; }
 	mark
 	case "$PROV" in
@@ -167,9 +177,10 @@ nemesis_failover() {
 		(cd / && runuser -u postgres -- "$(pg_config --bindir)/pg_ctl" -D "$WORK/pgsync-s/data" -w promote >/dev/null)
 		pg_dsn "$WORK/pgsync-s" $SOCK_SYNC_S >"$URLS/pgsync" ;;
 	redis | redisaof)
-		kill -9 "$(cat "$WORK/$PROV-p/redis.pid")"
-		redis-cli -p "$rport" REPLICAOF NO ONE >/dev/null
-		echo "redis://127.0.0.1:$rport" >"$URLS/$PROV" ;;
+		old="$("$SENTINEL" kill-master "$(sentinel_dir "$PROV")")"
+		replica_links "$PROV" mend # the master is gone: the grant is lost to them
+		"$SENTINEL" wait-new-master "$(sentinel_dir "$PROV")" "$old" 30 >/dev/null ||
+			{ SHOWN_NOTE="the Sentinels named no new master"; return 1; } ;;
 	redlock) kill -9 "$(node_pid redlock 0)"; n=0 ;;
 	etcd | zk)
 		n="$(leader_node "$PROV")" || { SHOWN_NOTE="no leader found"; return 1; }

@@ -19,8 +19,9 @@ Nemeses: *pause* SIGSTOPs a worker while it holds, until another has written;
 each node in turn, the grant taken while another node was SIGSTOPped, so the
 restarted node is in the holder's bare majority); *failover* kill -9s the
 primary/leader while a worker holds (PostgreSQL: promote the synchronous
-standby; Redis: promote the async replica, REPLICAOF NO ONE, its link cut
-before the grant; Redlock: lose one node; etcd/ZooKeeper: the leader).
+standby; Redis: the Sentinels of scripts/sentinel.sh promote an async
+replica, the replicas' links cut before the grant, the workers following
+through redis+sentinel://; Redlock: lose one node; etcd/ZooKeeper: the leader).
 
 Counts (tests/faults/matrix/check.sh): *lost* = acknowledged increments minus
 the final counter; *overlaps* = pairs of grants to different workers where

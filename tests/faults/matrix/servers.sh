@@ -11,6 +11,7 @@
 # server's bind) is retried on new ports, its directories wiped
 # (up_retrying).
 REDIS="$ROOT/scripts/redis.sh"
+SENTINEL="$ROOT/scripts/sentinel.sh"
 ETCD="$ROOT/scripts/etcd.sh"
 ZK="$ROOT/scripts/zookeeper.sh"
 export ZK_PEER_OFFSET=10 # a member's quorum port is its client port + 10, election + 20
@@ -85,7 +86,10 @@ pgsync_down() {
 	done
 }
 
-# redis, redisaof: a primary and an asynchronous replica (for failover)
+# redis, redisaof: a primary and an asynchronous replica for the pause and
+# restart cells; for the failover cells (NEM=failover) a Sentinel deployment
+# instead (scripts/sentinel.sh: a master, two replicas, three Sentinels) and
+# a redis+sentinel:// URL, so that the clients follow a real failover
 redis_pair_up() { # NAME PRIMARY_PORT REPLICA_PORT [persist]
 	"$REDIS" start "$WORK/$1-p" "$2" ${4:-} >/dev/null || return 1
 	"$REDIS" start "$WORK/$1-r" "$3" ${4:-} >/dev/null || return 1
@@ -97,13 +101,28 @@ redis_pair_up() { # NAME PRIMARY_PORT REPLICA_PORT [persist]
 	done
 	echo "redis://127.0.0.1:$2" >"$URLS/$1"
 }
-# replica_port PROVIDER -- the port of redis's (redisaof's) replica
-replica_port() { port_of "$1" 1; }
-redis_pair_down() { "$REDIS" kill "$WORK/$1-p" >/dev/null 2>&1 || true; "$REDIS" kill "$WORK/$1-r" >/dev/null 2>&1 || true; rm -rf "${WORK:?}/$1-p" "${WORK:?}/$1-r"; }
-redis_start() { pick_ports redis 2 && redis_pair_up redis ${PORTS_OF[redis]}; }
+redis_sentinel_up() { # NAME [persist]
+	local out="$WORK/$1-sentinel.out"
+	"$SENTINEL" start "$WORK/$1-sentinel" ${2:-} >"$out" || { cat "$out"; return 1; }
+	sed -n 's/^url //p' "$out" >"$URLS/$1"
+}
+# sentinel_dir PROVIDER -- the Sentinel deployment of redis's (redisaof's) failover cells
+sentinel_dir() { echo "$WORK/$1-sentinel"; }
+redis_pair_down() {
+	"$REDIS" kill "$WORK/$1-p" >/dev/null 2>&1 || true; "$REDIS" kill "$WORK/$1-r" >/dev/null 2>&1 || true
+	[ ! -d "$WORK/$1-sentinel" ] || "$SENTINEL" kill "$WORK/$1-sentinel" >/dev/null 2>&1 || true
+	rm -rf "${WORK:?}/$1-p" "${WORK:?}/$1-r" "${WORK:?}/$1-sentinel"
+}
+redis_start() {
+	if [ "${NEM:-}" = failover ]; then redis_sentinel_up redis; return; fi
+	pick_ports redis 2 && redis_pair_up redis ${PORTS_OF[redis]}
+}
 redis_up() { up_retrying redis; }
 redis_down() { redis_pair_down redis; }
-redisaof_start() { pick_ports redisaof 2 && redis_pair_up redisaof ${PORTS_OF[redisaof]} persist; }
+redisaof_start() {
+	if [ "${NEM:-}" = failover ]; then redis_sentinel_up redisaof persist; return; fi
+	pick_ports redisaof 2 && redis_pair_up redisaof ${PORTS_OF[redisaof]} persist
+}
 redisaof_up() { up_retrying redisaof; }
 redisaof_down() { redis_pair_down redisaof; }
 
@@ -194,6 +213,7 @@ zk_down() { local n; for n in 0 1 2; do "$ZK" kill "$WORK/zk-$n" >/dev/null 2>&1
 servers_cleanup() {
 	local d
 	for d in "$WORK"/redis-? "$WORK"/redisaof-? "$WORK"/redlock-?; do [ ! -d "$d" ] || "$REDIS" kill "$d" >/dev/null 2>&1 || true; done
+	for d in "$WORK"/redis-sentinel "$WORK"/redisaof-sentinel; do [ ! -d "$d" ] || "$SENTINEL" kill "$d" >/dev/null 2>&1 || true; done
 	for d in "$WORK"/etcd-?; do [ ! -d "$d" ] || "$ETCD" kill "$d" >/dev/null 2>&1 || true; done
 	for d in "$WORK"/zk-?; do [ ! -d "$d" ] || "$ZK" kill "$d" >/dev/null 2>&1 || true; done
 	for d in pg:$SOCK_PG pgsync-p:$SOCK_SYNC pgsync-s:$SOCK_SYNC_S; do
