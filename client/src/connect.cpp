@@ -33,9 +33,9 @@ registry()
 std::string_view
 component_of(std::string_view scheme) noexcept
 {
-	if (scheme == "redis" || scheme == "redlock")
+	if (scheme == "redis" || scheme == "rediss" || scheme == "redlock" || scheme == "redlocks")
 		return "redis";
-	if (scheme == "etcd")
+	if (scheme == "etcd" || scheme == "etcds")
 		return "etcd";
 	if (scheme == "zookeeper")
 		return "zookeeper";

@@ -1,5 +1,5 @@
 // redis/component.cpp -- the pglease::redis component's registration: the
-// redis:// and redlock:// schemes, registered with connect() by a static
+// redis://, rediss://, redlock:// and redlocks:// schemes, registered with connect() by a static
 // initializer when this object is linked in.
 //
 // Nothing references this object, so a linker taking pglease_redis from a
@@ -25,8 +25,10 @@ namespace {
 
 using pglease::detail::register_provider;
 
-[[maybe_unused]] const bool redis_registered = register_provider("redis", pglease::detail::connect_redis);
+[[maybe_unused]] const bool redis_registered = register_provider("redis", pglease::detail::connect_redis) &&
+                                                register_provider("rediss", pglease::detail::connect_redis);
 [[maybe_unused]] const bool redlock_registered =
-    register_provider("redlock", pglease::detail::connect_redlock);
+    register_provider("redlock", pglease::detail::connect_redlock) &&
+    register_provider("redlocks", pglease::detail::connect_redlock);
 
 } // namespace

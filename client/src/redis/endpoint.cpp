@@ -1,10 +1,14 @@
-// redis/endpoint.cpp -- parsing of redis:// and redlock:// URLs (see endpoint.hpp
-// for the accepted forms and why); the host:port list is detail/endpoints.cpp's.
+// redis/endpoint.cpp -- parsing of redis://, rediss://, redlock:// and
+// redlocks:// URLs (see endpoint.hpp for the accepted forms and why); the
+// host:port list is detail/endpoints.cpp's, the TLS material detail/tls.cpp's.
 #include "redis/endpoint.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <new>
+#include <tuple>
+
+#include "detail/tls.hpp"
 
 namespace pglease::detail::redis {
 
@@ -12,7 +16,8 @@ namespace {
 
 constexpr std::string_view redis_scheme = "redis://";
 constexpr std::string_view redlock_scheme = "redlock://";
-constexpr std::string_view tls_scheme = "rediss://";
+constexpr std::string_view redis_tls_scheme = "rediss://";
+constexpr std::string_view redlock_tls_scheme = "redlocks://";
 constexpr std::string_view sentinel_scheme = "redis+sentinel://";
 constexpr std::size_t redlock_min_nodes = 3;
 
@@ -78,28 +83,54 @@ credentials_of(std::string_view url, std::string_view userinfo)
 	return c;
 }
 
-// after_scheme -- the URL after its scheme, and whether it is redlock://;
-// rediss:// and redis+sentinel:// are named as not supported yet
+// after_scheme -- the URL after its scheme, whether it is Redlock's and
+// whether it is TLS; redis+sentinel:// is named as not supported yet
 Result<std::string_view>
-after_scheme(std::string_view url, bool &redlock)
+after_scheme(std::string_view url, bool &redlock, bool &tls)
 {
-	redlock = url.substr(0, redlock_scheme.size()) == redlock_scheme;
-	if (redlock)
-		return url.substr(redlock_scheme.size());
-	if (url.substr(0, redis_scheme.size()) == redis_scheme)
-		return url.substr(redis_scheme.size());
-	if (url.substr(0, tls_scheme.size()) == tls_scheme)
-		return bad_url(url, "the scheme rediss:// (Redis over TLS) is not supported yet");
+	for (auto [scheme, is_redlock, is_tls] :
+	     {std::tuple{redis_scheme, false, false}, std::tuple{redlock_scheme, true, false},
+	      std::tuple{redis_tls_scheme, false, true}, std::tuple{redlock_tls_scheme, true, true}})
+		if (url.substr(0, scheme.size()) == scheme) {
+			redlock = is_redlock;
+			tls = is_tls;
+			return url.substr(scheme.size());
+		}
 	if (url.substr(0, sentinel_scheme.size()) == sentinel_scheme)
 		return bad_url(url, "the scheme redis+sentinel:// (Redis Sentinel) is not supported yet");
-	return bad_url(url, "the scheme must be redis:// or redlock://");
+	return bad_url(url, "the scheme must be redis://, rediss://, redlock:// or redlocks://");
+}
+
+// tls_of -- the TLS of a rediss:// or redlocks:// URL from its query and
+// options, every file loaded; TLS material for a plain scheme is refused
+Result<void>
+tls_of(std::string_view url, std::string_view query, bool tls, const ClientOptions &options, Target &target)
+{
+	TlsFiles files;
+	if (std::string problem = tls_query_problem(query, files); !problem.empty())
+		return bad_url(url, problem);
+	tls_files_from(options, files);
+	if (!tls) {
+		if (files.any() || !query.empty())
+			return bad_url(url, "TLS material (cacert=, cert=, key= or ClientOptions::tls_*) given, but "
+			                    "redis:// and redlock:// are plain TCP: write rediss:// or redlocks://");
+		return {};
+	}
+	if (std::string problem = tls_files_problem(files); !problem.empty())
+		return Error{Errc::invalid_argument, "", "Redis TLS: " + problem};
+	auto context = TlsContext::create(files);
+	if (!context)
+		return Error{context.error().code, "", "Redis " + context.error().message};
+	target.tls = std::move(*context);
+	return {};
 }
 
 Result<Target>
-parse(std::string_view url)
+parse(std::string_view url, const ClientOptions &options)
 {
 	Target target;
-	auto after = after_scheme(url, target.redlock);
+	bool tls = false;
+	auto after = after_scheme(url, target.redlock, tls);
 	if (!after)
 		return after.error();
 	std::string_view rest = *after;
@@ -112,8 +143,16 @@ parse(std::string_view url)
 		target.credentials = std::move(*credentials);
 		rest.remove_prefix(at + 1);
 	}
-	if (rest.find_first_of("?#") != std::string_view::npos)
-		return bad_url(url, "query strings and fragments are not supported");
+	if (rest.find('#') != std::string_view::npos)
+		return bad_url(url, "fragments are not supported");
+	std::string_view query;
+	if (auto q = rest.find('?'); q != std::string_view::npos) {
+		query = rest.substr(q + 1);
+		rest = rest.substr(0, q);
+		if (!tls)
+			return bad_url(url, "query parameters (cacert=, cert=, key=) belong to rediss:// and "
+			                    "redlocks:// (TLS); redis:// takes none");
+	}
 	auto slash = rest.find('/');
 	std::string_view authority = rest.substr(0, slash);
 	if (slash != std::string_view::npos) {
@@ -145,16 +184,18 @@ parse(std::string_view url)
 	if (target.redlock && target.nodes.size() < redlock_min_nodes)
 		return bad_url(url, "redlock:// needs at least " + std::to_string(redlock_min_nodes) +
 		                        " independent nodes, got " + std::to_string(target.nodes.size()));
+	if (auto ok = tls_of(url, query, tls, options, target); !ok)
+		return ok.error();
 	return target;
 }
 
 } // namespace
 
 Result<Target>
-parse_url(std::string_view url) noexcept
+parse_url(std::string_view url, const ClientOptions &options) noexcept
 {
 	try {
-		return parse(url);
+		return parse(url, options);
 	} catch (const std::bad_alloc &) {
 		return Error{Errc::internal, "", "out of memory"};
 	}

@@ -1,5 +1,6 @@
-// redis/endpoint.hpp -- where the Redis providers connect: the nodes and the
-// credentials of a redis:// or redlock:// URL (docs/design.md#urls).
+// redis/endpoint.hpp -- where the Redis providers connect: the nodes, the
+// credentials and the TLS of a redis://, rediss://, redlock:// or
+// redlocks:// URL (docs/design.md#urls).
 //
 // Decisions the parser enforces:
 // - the nodes are a host:port list as every provider reads it
@@ -24,9 +25,17 @@
 //   user or a password?) and an empty password are refused.  redlock://
 //   takes the credentials once, for every node: Redlock's nodes are one
 //   deployment's peers, and a URL has one userinfo;
-// - query strings and fragments are not supported yet and are refused
-//   rather than ignored; rediss:// (TLS) and redis+sentinel:// are refused
-//   as not supported yet;
+// - rediss:// and redlocks:// are the same over TLS (redlocks:// rather
+//   than a TLS flag: one scheme per transport, as etcd:// and etcds://).
+//   Their query takes the TLS material, cacert=, cert=, key= (paths,
+//   %XX-decoded), or ClientOptions::tls_ca_file, tls_cert_file and
+//   tls_key_file, the URL winning, read as every provider reads it
+//   (detail/tls.hpp); every file is checked and loaded here, before any
+//   I/O (Errc::invalid_argument naming the path).  The query begins at the
+//   first '?' after the userinfo, so a '@' in a path is written %40.  TLS
+//   material given to redis:// or redlock:// is refused rather than
+//   ignored; so are other query parameters and fragments;
+// - redis+sentinel:// is refused as not supported yet;
 // - no message quotes a password: the URL is shown with its userinfo and its
 //   query masked ("redis://***@host:port", "?***").
 #pragma once
@@ -36,7 +45,9 @@
 #include <vector>
 
 #include "detail/endpoints.hpp"
+#include "pglease/options.hpp"
 #include "pglease/result.hpp"
+#include "redis/transport.hpp"
 
 namespace pglease::detail::redis {
 
@@ -51,15 +62,17 @@ struct Credentials {
 };
 
 struct Target {
-	bool redlock = false;        ///< redlock:// (else redis://)
+	bool redlock = false;        ///< redlock:// or redlocks:// (else redis://, rediss://)
 	std::vector<Endpoint> nodes; ///< one for redis://, three or more for redlock://
 	int db = 0;                  ///< SELECTed on every node when not 0
 	Credentials credentials;     ///< the same on every node
+	Tls tls;                     ///< rediss://, redlocks://: every node's TLS; else null
 };
 
-/// Parse redis://[[user]:password@]host:port[/db] or
-/// redlock://[[user]:password@]h1:p1,h2:p2,h3:p3[,...][/db];
-/// Errc::invalid_argument with what is wrong otherwise.
-[[nodiscard]] Result<Target> parse_url(std::string_view url) noexcept;
+/// Parse redis[s]://[[user]:password@]host:port[/db][?TLS] or
+/// redlock[s]://[[user]:password@]h1:p1,h2:p2,h3:p3[,...][/db][?TLS], the
+/// TLS material completed from options; Errc::invalid_argument with what is
+/// wrong otherwise.
+[[nodiscard]] Result<Target> parse_url(std::string_view url, const ClientOptions &options = {}) noexcept;
 
 } // namespace pglease::detail::redis

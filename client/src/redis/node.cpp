@@ -15,8 +15,8 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 Node::Node(Endpoint endpoint, int db, Credentials credentials, const ClientOptions &options,
-           milliseconds command_timeout)
-    : endpoint_(std::move(endpoint)), db_(db), credentials_(std::move(credentials)),
+           milliseconds command_timeout, Tls tls)
+    : endpoint_(std::move(endpoint)), db_(db), credentials_(std::move(credentials)), tls_(std::move(tls)),
       options_(options), timeouts_{options.connect_timeout, command_timeout},
       backoff_(options.backoff_initial, options.backoff_max)
 {
@@ -86,7 +86,7 @@ Node::borrow(milliseconds timeout, bool &reused) noexcept
 	} else {
 		t.connect = t.command = milliseconds{1}; // the call's deadline has passed: fail fast
 	}
-	auto c = Connection::open(endpoint_, t, db_, credentials_);
+	auto c = Connection::open(endpoint_, t, db_, credentials_, tls_);
 	if (c)
 		connected();
 	else if (c.error().code == Errc::unavailable)
@@ -161,7 +161,7 @@ Node::subscribe(std::string_view channel, milliseconds timeout) noexcept
 		t.connect = std::min(t.connect, timeout);
 		t.command = std::min(t.command, timeout);
 	}
-	return Subscriber::open(endpoint_, t, channel, credentials_);
+	return Subscriber::open(endpoint_, t, channel, credentials_, tls_);
 }
 
 } // namespace pglease::detail::redis

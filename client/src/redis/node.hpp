@@ -24,9 +24,10 @@ namespace pglease::detail::redis {
 class Node {
 public:
 	/// command_timeout bounds each command unless a call names its own;
-	/// every connection (the pool's and a subscriber's) AUTHs with credentials.
+	/// every connection (the pool's and a subscriber's) AUTHs with
+	/// credentials, over tls when it is set (rediss://, redlocks://).
 	Node(Endpoint endpoint, int db, Credentials credentials, const ClientOptions &options,
-	     std::chrono::milliseconds command_timeout);
+	     std::chrono::milliseconds command_timeout, Tls tls = {});
 	Node(const Node &) = delete;
 	Node &operator=(const Node &) = delete;
 
@@ -56,6 +57,7 @@ private:
 	Endpoint endpoint_;
 	int db_;
 	Credentials credentials_;
+	Tls tls_;
 	ClientOptions options_;
 	Timeouts timeouts_;
 
