@@ -28,17 +28,6 @@ struct ReplyDeleter {
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
-timeval
-to_timeval(milliseconds d)
-{
-	if (d < milliseconds{1})
-		d = milliseconds{1}; // a zero timeval would mean "no timeout" to the socket
-	timeval tv{};
-	tv.tv_sec = static_cast<time_t>(d.count() / 1000);
-	tv.tv_usec = static_cast<suseconds_t>(d.count() % 1000 * 1000);
-	return tv;
-}
-
 Error
 out_of_memory()
 {
@@ -79,50 +68,6 @@ copy_reply(const redisReply &r)
 	return out;
 }
 
-// SigpipeGuard -- SIGPIPE blocked in this thread for the guard's life; one
-// raised meanwhile is consumed (unless one was already pending), so it is
-// never delivered to the process.
-class SigpipeGuard {
-public:
-	SigpipeGuard() noexcept
-	{
-		sigset_t pipe;
-		sigemptyset(&pipe);
-		sigaddset(&pipe, SIGPIPE);
-		sigset_t pending;
-		sigemptyset(&pending);
-		sigpending(&pending);
-		was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-		blocked_ = pthread_sigmask(SIG_BLOCK, &pipe, &old_) == 0;
-	}
-	~SigpipeGuard()
-	{
-		if (!blocked_)
-			return;
-		sigset_t pending;
-		sigemptyset(&pending);
-		sigpending(&pending);
-		if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
-			sigset_t pipe;
-			sigemptyset(&pipe);
-			sigaddset(&pipe, SIGPIPE);
-			timespec zero{};
-			int saved_errno = errno;
-			while (sigtimedwait(&pipe, nullptr, &zero) < 0 && errno == EINTR) {
-			}
-			errno = saved_errno;
-		}
-		pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-	}
-	SigpipeGuard(const SigpipeGuard &) = delete;
-	SigpipeGuard &operator=(const SigpipeGuard &) = delete;
-
-private:
-	sigset_t old_{};
-	bool was_pending_ = false;
-	bool blocked_ = false;
-};
-
 bool
 starts_with(std::string_view s, std::string_view prefix)
 {
@@ -132,9 +77,9 @@ starts_with(std::string_view s, std::string_view prefix)
 } // namespace
 
 void
-ContextDeleter::operator()(redisContext *context) const noexcept
+ReaderDeleter::operator()(redisReader *reader) const noexcept
 {
-	redisFree(context);
+	redisReaderFree(reader);
 }
 
 Error

@@ -139,7 +139,7 @@ connect_one(const addrinfo &address, Deadline deadline, std::string &why)
 // tcp_connect -- a connected socket to endpoint: its addresses tried in
 // turn, all by deadline
 Result<int>
-tcp_connect(const Endpoint &endpoint, Deadline deadline)
+tcp_connect(const HostPort &endpoint, Deadline deadline)
 {
 	addrinfo hints{};
 	hints.ai_family = AF_UNSPEC;
@@ -325,13 +325,13 @@ Transport::close() noexcept
 }
 
 Result<Transport>
-Transport::open(const Endpoint &endpoint, const Tls &tls, Deadline deadline) noexcept
+Transport::open(const HostPort &endpoint, const Tls &tls, Deadline deadline) noexcept
 {
 	return open_as(endpoint, tls, deadline, false);
 }
 
 std::optional<Error>
-Transport::tls12_refusal(const Endpoint &endpoint, const Tls &tls, Deadline deadline) noexcept
+Transport::tls12_refusal(const HostPort &endpoint, const Tls &tls, Deadline deadline) noexcept
 {
 	if (!tls)
 		return std::nullopt;
@@ -342,7 +342,7 @@ Transport::tls12_refusal(const Endpoint &endpoint, const Tls &tls, Deadline dead
 }
 
 Result<Transport>
-Transport::open_as(const Endpoint &endpoint, const Tls &tls, Deadline deadline, bool tls12_only) noexcept
+Transport::open_as(const HostPort &endpoint, const Tls &tls, Deadline deadline, bool tls12_only) noexcept
 {
 	try {
 		auto fd = tcp_connect(endpoint, deadline);
@@ -362,7 +362,7 @@ Transport::open_as(const Endpoint &endpoint, const Tls &tls, Deadline deadline, 
 // handshake -- TLS over the connected socket, the server's certificate and
 // name verified
 Result<void>
-Transport::handshake(const Endpoint &endpoint, Deadline deadline, bool tls12_only) noexcept
+Transport::handshake(const HostPort &endpoint, Deadline deadline, bool tls12_only) noexcept
 {
 	SigpipeGuard no_sigpipe;
 	ERR_clear_error();

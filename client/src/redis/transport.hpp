@@ -71,12 +71,12 @@ public:
 	/// complete the handshake, all by deadline.  Errc::unavailable when the
 	/// node cannot be reached in time or the handshake breaks off,
 	/// Errc::permission when a certificate is refused (see the banner).
-	[[nodiscard]] static Result<Transport> open(const Endpoint &endpoint, const Tls &tls,
+	[[nodiscard]] static Result<Transport> open(const HostPort &endpoint, const Tls &tls,
 	                                            Deadline deadline) noexcept;
 
 	/// Why a TLS 1.2 handshake with endpoint is refused (Errc::permission),
 	/// if it is; nothing when it succeeds or fails otherwise.
-	[[nodiscard]] static std::optional<Error> tls12_refusal(const Endpoint &endpoint, const Tls &tls,
+	[[nodiscard]] static std::optional<Error> tls12_refusal(const HostPort &endpoint, const Tls &tls,
 	                                                        Deadline deadline) noexcept;
 
 	Transport(Transport &&other) noexcept;
@@ -98,9 +98,9 @@ public:
 
 private:
 	Transport(int fd, Tls tls) noexcept;
-	static Result<Transport> open_as(const Endpoint &endpoint, const Tls &tls, Deadline deadline,
+	static Result<Transport> open_as(const HostPort &endpoint, const Tls &tls, Deadline deadline,
 	                                 bool tls12_only) noexcept;
-	Result<void> handshake(const Endpoint &endpoint, Deadline deadline, bool tls12_only) noexcept;
+	Result<void> handshake(const HostPort &endpoint, Deadline deadline, bool tls12_only) noexcept;
 	Result<std::size_t> tls_read(char *buf, std::size_t size, Deadline deadline) noexcept;
 	Result<void> tls_write(std::string_view bytes, Deadline deadline) noexcept;
 	void close() noexcept;
