@@ -69,9 +69,9 @@ tls_files_problem(const TlsFiles &files)
 {
 	if (files.cert_file.empty() != files.key_file.empty())
 		return "a client certificate needs both cert= and key= (or tls_cert_file and tls_key_file)";
-	for (auto [what, path] : {std::pair{"CA (cacert)", &files.ca_file},
-	                          std::pair{"client certificate (cert)", &files.cert_file},
-	                          std::pair{"client key (key)", &files.key_file}})
+	for (auto [what, path] :
+	     {std::pair{"CA (cacert)", &files.ca_file}, std::pair{"client certificate (cert)", &files.cert_file},
+	      std::pair{"client key (key)", &files.key_file}})
 		if (!path->empty())
 			if (std::string why = unreadable(*path); !why.empty())
 				return std::string("cannot read the ") + what + " file \"" + *path + "\": " + why;

@@ -26,7 +26,7 @@ namespace {
 using pglease::detail::register_provider;
 
 [[maybe_unused]] const bool redis_registered = register_provider("redis", pglease::detail::connect_redis) &&
-                                                register_provider("rediss", pglease::detail::connect_redis);
+                                               register_provider("rediss", pglease::detail::connect_redis);
 [[maybe_unused]] const bool redlock_registered =
     register_provider("redlock", pglease::detail::connect_redlock) &&
     register_provider("redlocks", pglease::detail::connect_redlock);

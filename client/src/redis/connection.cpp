@@ -12,6 +12,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include <cerrno>
+#include <cstring>
 #include <new>
 
 #include "redis/sha1.hpp"
@@ -99,7 +101,8 @@ error_from_reply(const Reply &reply, const Endpoint &endpoint)
 
 Script::Script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
 
-Connection::Connection(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials, Tls tls) noexcept
+Connection::Connection(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials,
+                       Tls tls) noexcept
     : endpoint_(std::move(endpoint)), timeouts_(timeouts), db_(db), credentials_(std::move(credentials)),
       tls_(std::move(tls))
 {
@@ -251,8 +254,8 @@ Connection::select() noexcept
 }
 
 // broken -- the Error for an I/O failure while doing what; the connection is
-// unusable from now on.  An end of stream before any reply on a plain
-// connection is most likely a TLS port (it drops what is no TLS record).
+// unusable from now on.  A plain connection closed or reset before any reply
+// most likely reached a TLS port (which drops what is no TLS record).
 Error
 Connection::broken(std::string_view what, const Error &cause) noexcept
 {
@@ -260,8 +263,11 @@ Connection::broken(std::string_view what, const Error &cause) noexcept
 	const bool plain = stream_ != nullptr && !stream_->tls();
 	stream_.reset();
 	try {
-		std::string message = "redis " + to_string(endpoint_) + ": " + std::string(what) + ": " + cause.message;
-		if (first && plain && cause.message == "the server closed the connection")
+		std::string message =
+		    "redis " + to_string(endpoint_) + ": " + std::string(what) + ": " + cause.message;
+		if (first && plain &&
+		    (cause.message == "the server closed the connection" ||
+		     cause.message == std::strerror(ECONNRESET)))
 			message += " before any reply (a TLS port? then rediss://)";
 		return Error{cause.code, "", std::move(message)};
 	} catch (const std::bad_alloc &) {
@@ -320,8 +326,9 @@ Connection::run(const std::string_view *argv, std::size_t argc) noexcept
 		if (!reply)
 			return broken(what, reply.error());
 		if (!*reply)
-			return broken(what, Error{Errc::unavailable, "",
-			                          "no reply within " + std::to_string(timeouts_.command.count()) + " ms"});
+			return broken(what,
+			              Error{Errc::unavailable, "",
+			                    "no reply within " + std::to_string(timeouts_.command.count()) + " ms"});
 		return std::move(**reply);
 	} catch (const std::bad_alloc &) {
 		return out_of_memory();

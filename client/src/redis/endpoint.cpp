@@ -74,7 +74,8 @@ credentials_of(std::string_view url, std::string_view userinfo)
 		return bad_url(url, "credentials must be [user]:password@ (a ':' before the password; "
 		                    "redis://:password@host:port for the default user)");
 	Credentials c;
-	if (!percent_decoded(userinfo.substr(0, colon), c.user) || !percent_decoded(userinfo.substr(colon + 1), c.password))
+	if (!percent_decoded(userinfo.substr(0, colon), c.user) ||
+	    !percent_decoded(userinfo.substr(colon + 1), c.password))
 		return bad_url(url, "a '%' in the credentials is not followed by two hex digits "
 		                    "(write '%' as %25)");
 	if (c.password.empty())

@@ -109,7 +109,8 @@ private:
 int
 connect_one(const addrinfo &address, Deadline deadline, std::string &why)
 {
-	int fd = ::socket(address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, address.ai_protocol);
+	int fd =
+	    ::socket(address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, address.ai_protocol);
 	if (fd < 0) {
 		why = std::strerror(errno);
 		return -1;
@@ -148,8 +149,8 @@ tcp_connect(const HostPort &endpoint, Deadline deadline)
 	addrinfo *found = nullptr;
 	const std::string port = std::to_string(endpoint.port);
 	if (int rc = ::getaddrinfo(endpoint.host.c_str(), port.c_str(), &hints, &found); rc != 0)
-		return unavailable(std::string("cannot resolve \"") + endpoint.host + "\": " +
-		                   (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc)));
+		return unavailable(std::string("cannot resolve \"") + endpoint.host +
+		                   "\": " + (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc)));
 	std::unique_ptr<addrinfo, void (*)(addrinfo *)> addresses(found, ::freeaddrinfo);
 	std::string why = "no address";
 	for (const addrinfo *a = found; a != nullptr; a = a->ai_next)
@@ -212,9 +213,10 @@ tls_failure(int ssl_error, int saved_errno)
 		                 "trusts?)"};
 	std::string reason = ssl_reason();
 	if (!reason.empty())
-		return unavailable("TLS: " + reason + (reason.find("wrong version") != std::string::npos
-		                                           ? " (is this port a TLS port of Redis?)"
-		                                           : ""));
+		return unavailable("TLS: " + reason +
+		                   (reason.find("wrong version") != std::string::npos
+		                        ? " (is this port a TLS port of Redis?)"
+		                        : ""));
 	if (ssl_error == SSL_ERROR_SYSCALL && saved_errno != 0)
 		return unavailable(std::strerror(saved_errno));
 	return unavailable("the server closed the connection");
@@ -226,7 +228,8 @@ bool
 verify_host(SSL *ssl, const std::string &host) noexcept
 {
 	in6_addr ip{};
-	const bool literal = ::inet_pton(AF_INET, host.c_str(), &ip) == 1 || ::inet_pton(AF_INET6, host.c_str(), &ip) == 1;
+	const bool literal =
+	    ::inet_pton(AF_INET, host.c_str(), &ip) == 1 || ::inet_pton(AF_INET6, host.c_str(), &ip) == 1;
 	X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
 	if (literal)
 		return X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) == 1;
@@ -257,8 +260,9 @@ TlsContext::create(const TlsFiles &files) noexcept
 		};
 		if (files.ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx) != 1
 		                          : SSL_CTX_load_verify_locations(ctx, files.ca_file.c_str(), nullptr) != 1)
-			return files.ca_file.empty() ? Error{Errc::internal, "", "TLS: no system CA store: " + ssl_reason()}
-			                             : bad("CA (cacert)", files.ca_file);
+			return files.ca_file.empty()
+			           ? Error{Errc::internal, "", "TLS: no system CA store: " + ssl_reason()}
+			           : bad("CA (cacert)", files.ca_file);
 		if (!files.cert_file.empty()) {
 			if (SSL_CTX_use_certificate_chain_file(ctx, files.cert_file.c_str()) != 1)
 				return bad("client certificate (cert)", files.cert_file);
@@ -381,20 +385,22 @@ Transport::handshake(const HostPort &endpoint, Deadline deadline, bool tls12_onl
 		if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
 			int ready = wait_for(fd_, error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
 			if (ready == 0)
-				return unavailable("no TLS handshake within the connect timeout");
+				return unavailable("no TLS handshake within the connect timeout (is this port a TLS port "
+				                   "of Redis?)");
 			if (ready < 0)
 				return unavailable(std::string("poll: ") + std::strerror(errno));
 			continue;
 		}
 		if (long verdict = SSL_get_verify_result(ssl_); verdict != X509_V_OK) {
 			ERR_clear_error();
-			std::string hint = verdict == X509_V_ERR_HOSTNAME_MISMATCH || verdict == X509_V_ERR_IP_ADDRESS_MISMATCH
-			                       ? " (the certificate is not for \"" + endpoint.host + "\")"
-			                       : verdict == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
-			                                 verdict == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN ||
-			                                 verdict == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT
-			                             ? " (not signed by a CA of cacert=, or of the system's store)"
-			                             : "";
+			std::string hint =
+			    verdict == X509_V_ERR_HOSTNAME_MISMATCH || verdict == X509_V_ERR_IP_ADDRESS_MISMATCH
+			        ? " (the certificate is not for \"" + endpoint.host + "\")"
+			    : verdict == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
+			            verdict == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN ||
+			            verdict == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT
+			        ? " (not signed by a CA of cacert=, or of the system's store)"
+			        : "";
 			return Error{Errc::permission, "",
 			             std::string("the server's TLS certificate is refused: ") +
 			                 X509_verify_cert_error_string(verdict) + hint};
