@@ -55,7 +55,8 @@ public:
 /// A Locker for a URL: `postgresql://...` or a libpq key=value string
 /// (PostgreSQL, a pglease::Client), `memory:` or `memory:NAME` (this
 /// process), and the providers whose component is linked in
-/// (`redis://host:port[/db]`, `redlock://h1:p1,h2:p2,h3:p3`,
+/// (`redis://host:port[/db]`, `redlock://h1:p1,h2:p2,h3:p3`, over TLS
+/// `rediss://...` and `redlocks://...` with `?cacert=&cert=&key=`,
 /// `etcd://h1:p1[,h2:p2,...]`, `zookeeper://h1:p1[,h2:p2,...][/chroot]`).
 /// A malformed or unknown URL, or a provider not linked in, is
 /// Errc::invalid_argument with a message naming the problem.
