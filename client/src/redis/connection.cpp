@@ -153,12 +153,13 @@ Connection::connect() noexcept
 		reader_.reset(redisReaderCreate());
 		if (!reader_)
 			return out_of_memory();
-		auto stream = Transport::open(endpoint_, tls_, Clock::now() + timeouts_.connect);
+		const Deadline deadline = Clock::now() + timeouts_.connect;
+		auto stream = Transport::open(endpoint_, tls_, deadline);
 		if (!stream)
 			return Error{stream.error().code, "",
 			             "redis " + to_string(endpoint_) + ": cannot connect: " + stream.error().message};
 		stream_ = std::make_unique<Transport>(std::move(*stream));
-		if (auto greeted = greet(); !greeted) {
+		if (auto greeted = greet(deadline); !greeted) {
 			stream_.reset();
 			return greeted.error();
 		}
@@ -173,9 +174,11 @@ Connection::connect() noexcept
 // neither is needed), so that a server refusing our certificate after a TLS
 // 1.3 handshake is heard now.  Its refusal may come as a reset rather than
 // an alert: a stream that broke before any reply is asked again with a TLS
-// 1.2 handshake, which hears the verdict within the handshake.
+// 1.2 handshake, which hears the verdict within the handshake, in what is
+// left of the connect's own deadline (so open() still ends within the
+// connect timeout plus the command timeout).
 Result<void>
-Connection::greet() noexcept
+Connection::greet(Deadline connect_deadline) noexcept
 {
 	Result<void> done = authenticate();
 	if (done)
@@ -189,7 +192,7 @@ Connection::greet() noexcept
 	}
 	if (done || !tls_ || answered_ || done.error().code != Errc::unavailable)
 		return done;
-	auto refusal = Transport::tls12_refusal(endpoint_, tls_, Clock::now() + timeouts_.connect);
+	auto refusal = Transport::tls12_refusal(endpoint_, tls_, connect_deadline);
 	if (!refusal)
 		return done;
 	try {

@@ -124,7 +124,7 @@ private:
 	friend class Subscriber;
 	Connection(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials, Tls tls) noexcept;
 	Result<void> connect() noexcept;
-	Result<void> greet() noexcept;
+	Result<void> greet(Deadline connect_deadline) noexcept;
 	Result<void> authenticate() noexcept;
 	Result<void> select() noexcept;
 	Result<Reply> run(const std::string_view *argv, std::size_t argc) noexcept;
