@@ -10,6 +10,7 @@
 #   redis.sh stop DIR                    SIGTERM via the pidfile, wait for the exit
 #   redis.sh kill DIR                    SIGKILL (a crash: nothing flushed on the way out)
 #   redis.sh restart DIR                 stop, then start with the same port, mode and lines
+#                                        (a second "start DIR" takes its options anew)
 #
 # Without PORT, start uses the port in DIR/port (a server of DIR started
 # before comes back on its port), or else draws a free one (free_port,
@@ -44,7 +45,7 @@ command -v redis-cli >/dev/null 2>&1 ||
 	die "redis-cli not found: install redis-tools (scripts/install-deps.sh)"
 
 cmd="${1:-}"; dir="${2:-}"
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: redis.sh start DIR [PORT] [persist] [NAME=VALUE...] | stop|kill|restart DIR"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: redis.sh start DIR [PORT] [persist] [ipv6] [tls=CERTDIR] [NAME=VALUE...] | stop|kill|restart DIR"
 
 # extra_lines NAME=VALUE... -- the redis.conf lines they stand for; a name is
 # lower-case letters and '-', a value one word (no space, no quote)

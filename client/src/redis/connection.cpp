@@ -16,6 +16,7 @@
 #include <cstring>
 #include <new>
 
+#include "detail/provider.hpp"
 #include "redis/sha1.hpp"
 
 namespace pglease::detail::redis {
@@ -153,7 +154,7 @@ Connection::connect() noexcept
 		reader_.reset(redisReaderCreate());
 		if (!reader_)
 			return out_of_memory();
-		const Deadline deadline = Clock::now() + timeouts_.connect;
+		const Deadline deadline = deadline_after(Clock::now(), timeouts_.connect);
 		auto stream = Transport::open(endpoint_, tls_, deadline);
 		if (!stream)
 			return Error{stream.error().code, "",
@@ -322,7 +323,7 @@ Connection::run(const std::string_view *argv, std::size_t argc) noexcept
 		if (len < 0)
 			return out_of_memory();
 		std::unique_ptr<char, void (*)(char *)> cmd(formatted, redisFreeCommand);
-		const Deadline deadline = Clock::now() + timeouts_.command;
+		const Deadline deadline = deadline_after(Clock::now(), timeouts_.command);
 		if (auto sent = stream_->write_all({formatted, static_cast<std::size_t>(len)}, deadline); !sent)
 			return broken(what, sent.error());
 		auto reply = next_reply(deadline);
@@ -431,7 +432,7 @@ Subscriber::wait(milliseconds timeout) noexcept
 	if (!c.usable())
 		return c.broken("reading a message",
 		                Error{Errc::unavailable, "", "subscriber unusable (open a new one)"});
-	const Deadline deadline = Clock::now() + timeout;
+	const Deadline deadline = deadline_after(Clock::now(), timeout);
 	try {
 		for (;;) {
 			auto reply = c.next_reply(deadline);
