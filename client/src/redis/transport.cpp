@@ -342,7 +342,11 @@ Transport::tls12_refusal(const HostPort &endpoint, const Tls &tls, Deadline dead
 	auto probe = open_as(endpoint, tls, deadline, true);
 	if (probe || probe.error().code != Errc::permission)
 		return std::nullopt;
-	return probe.error();
+	try {
+		return probe.error();
+	} catch (const std::bad_alloc &) {
+		return std::nullopt;
+	}
 }
 
 Result<Transport>
@@ -366,7 +370,7 @@ Transport::open_as(const HostPort &endpoint, const Tls &tls, Deadline deadline, 
 // handshake -- TLS over the connected socket, the server's certificate and
 // name verified
 Result<void>
-Transport::handshake(const HostPort &endpoint, Deadline deadline, bool tls12_only) noexcept
+Transport::handshake(const HostPort &endpoint, Deadline deadline, bool tls12_only)
 {
 	SigpipeGuard no_sigpipe;
 	ERR_clear_error();
@@ -412,8 +416,16 @@ Transport::handshake(const HostPort &endpoint, Deadline deadline, bool tls12_onl
 Result<void>
 Transport::write_all(std::string_view bytes, Deadline deadline) noexcept
 {
-	if (ssl_ != nullptr)
-		return tls_write(bytes, deadline);
+	try {
+		return ssl_ != nullptr ? tls_write(bytes, deadline) : plain_write(bytes, deadline);
+	} catch (const std::bad_alloc &) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+Result<void>
+Transport::plain_write(std::string_view bytes, Deadline deadline)
+{
 	while (!bytes.empty()) {
 		ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
 		if (n > 0) {
@@ -434,7 +446,7 @@ Transport::write_all(std::string_view bytes, Deadline deadline) noexcept
 }
 
 Result<void>
-Transport::tls_write(std::string_view bytes, Deadline deadline) noexcept
+Transport::tls_write(std::string_view bytes, Deadline deadline)
 {
 	SigpipeGuard no_sigpipe;
 	while (!bytes.empty()) {
@@ -461,8 +473,16 @@ Transport::tls_write(std::string_view bytes, Deadline deadline) noexcept
 Result<std::size_t>
 Transport::read_some(char *buf, std::size_t size, Deadline deadline) noexcept
 {
-	if (ssl_ != nullptr)
-		return tls_read(buf, size, deadline);
+	try {
+		return ssl_ != nullptr ? tls_read(buf, size, deadline) : plain_read(buf, size, deadline);
+	} catch (const std::bad_alloc &) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+Result<std::size_t>
+Transport::plain_read(char *buf, std::size_t size, Deadline deadline)
+{
 	// hiredis's reader keeps what came before: nothing is buffered here, so
 	// poll first (one recv per reply instead of a recv that finds nothing)
 	for (;;) {
@@ -484,7 +504,7 @@ Transport::read_some(char *buf, std::size_t size, Deadline deadline) noexcept
 // tls_read -- SSL_read first: OpenSSL may hold decrypted bytes the socket
 // no longer shows to poll
 Result<std::size_t>
-Transport::tls_read(char *buf, std::size_t size, Deadline deadline) noexcept
+Transport::tls_read(char *buf, std::size_t size, Deadline deadline)
 {
 	SigpipeGuard no_sigpipe;
 	for (;;) {

@@ -4,7 +4,8 @@
 // formatter; nothing here knows the protocol (docs/design.md#wire-formats).
 //
 // Every call is bounded by a deadline: the socket is non-blocking, a connect
-// and each read or write wait in poll(2) for what is left.  A failed call
+// and each read or write wait in poll(2) for what is left.  (Resolving a host
+// name is getaddrinfo's, which no deadline bounds, as with hiredis before.)  A failed call
 // leaves the stream unusable (the caller drops it); a read that found nothing
 // by its deadline is not a failure (a subscriber's wait uses that).
 //
@@ -100,9 +101,12 @@ private:
 	Transport(int fd, Tls tls) noexcept;
 	static Result<Transport> open_as(const HostPort &endpoint, const Tls &tls, Deadline deadline,
 	                                 bool tls12_only) noexcept;
-	Result<void> handshake(const HostPort &endpoint, Deadline deadline, bool tls12_only) noexcept;
-	Result<std::size_t> tls_read(char *buf, std::size_t size, Deadline deadline) noexcept;
-	Result<void> tls_write(std::string_view bytes, Deadline deadline) noexcept;
+	// these may throw std::bad_alloc (their callers catch it)
+	Result<void> handshake(const HostPort &endpoint, Deadline deadline, bool tls12_only);
+	Result<std::size_t> plain_read(char *buf, std::size_t size, Deadline deadline);
+	Result<std::size_t> tls_read(char *buf, std::size_t size, Deadline deadline);
+	Result<void> plain_write(std::string_view bytes, Deadline deadline);
+	Result<void> tls_write(std::string_view bytes, Deadline deadline);
 	void close() noexcept;
 
 	int fd_ = -1;
