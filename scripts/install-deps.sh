@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
 	postgresql-15 postgresql-server-dev-15 postgresql-contrib
 	libpq-dev make gcc g++ cmake pkg-config libpqxx-dev libgtest-dev pgbouncer
-	redis-server libhiredis-dev
+	redis-server libhiredis-dev libssl-dev openssl
 	etcd-server etcd-client libcurl4-openssl-dev nlohmann-json3-dev curl
 	zookeeper libzookeeper-mt-dev default-jre-headless
 	postgresql-15-auto-failover pg-auto-failover-cli

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # redis.sh -- a throwaway redis-server on a loopback port, its files in a directory.
 #
-#   redis.sh start DIR [PORT] [persist] [NAME=VALUE...]
+#   redis.sh start DIR [PORT] [persist] [ipv6] [tls=CERTDIR] [NAME=VALUE...]
 #                                        start (persist: AOF with appendfsync always;
-#                                        each NAME=VALUE one more redis.conf line
-#                                        "NAME VALUE", e.g. requirepass=PW: clients
-#                                        must AUTH); prints its address, 127.0.0.1:PORT
+#                                        ipv6: listen on [::1] too; each NAME=VALUE
+#                                        one more redis.conf line "NAME VALUE", e.g.
+#                                        requirepass=PW: clients must AUTH); prints
+#                                        its address, 127.0.0.1:PORT
 #   redis.sh stop DIR                    SIGTERM via the pidfile, wait for the exit
 #   redis.sh kill DIR                    SIGKILL (a crash: nothing flushed on the way out)
 #   redis.sh restart DIR                 stop, then start with the same port, mode and lines
+#                                        (a second "start DIR" takes its options anew)
 #
 # Without PORT, start uses the port in DIR/port (a server of DIR started
 # before comes back on its port), or else draws a free one (free_port,
@@ -24,6 +26,15 @@
 # restart, with persist every write is fsynced to the AOF before the reply
 # (what the Redis provider's fencing token needs to stay monotonic).
 # redis-server runs fine as root, so unlike cluster.sh no user switch.
+#
+# tls=CERTDIR (material made by scripts/certs.sh): TLS only, "port 0" and
+# "tls-port PORT", the server presenting CERTDIR/server.crt, trusting
+# CERTDIR/ca.crt, and requiring a client certificate (tls-auth-clients yes).
+# A NAME=VALUE line comes after those and wins: tls-auth-clients=optional, or
+# tls-cert-file=CERTDIR/expired.crt tls-key-file=CERTDIR/expired.key for a
+# server whose certificate a client must refuse.  The script's own check that
+# the server is up speaks TLS with the test client certificate and without
+# verifying the server (whatever certificate it was told to present).
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" # die, and the pidfile plumbing
@@ -34,7 +45,7 @@ command -v redis-cli >/dev/null 2>&1 ||
 	die "redis-cli not found: install redis-tools (scripts/install-deps.sh)"
 
 cmd="${1:-}"; dir="${2:-}"
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: redis.sh start DIR [PORT] [persist] [NAME=VALUE...] | stop|kill|restart DIR"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: redis.sh start DIR [PORT] [persist] [ipv6] [tls=CERTDIR] [NAME=VALUE...] | stop|kill|restart DIR"
 
 # extra_lines NAME=VALUE... -- the redis.conf lines they stand for; a name is
 # lower-case letters and '-', a value one word (no space, no quote)
@@ -47,12 +58,30 @@ extra_lines() {
 	done
 }
 
-# cli PORT ARGS... -- redis-cli to the server on PORT, with its requirepass if it has one
+# cli PORT ARGS... -- redis-cli to the server on PORT, with its requirepass
+# if it has one, over TLS if it speaks TLS
 cli() {
-	local port="$1" pw
+	local port="$1" pw certs
 	shift
 	pw="$(sed -n 's/^requirepass=//p' "$dir/options" 2>/dev/null | tail -1)"
-	REDISCLI_AUTH="$pw" redis-cli --no-auth-warning -h 127.0.0.1 -p "$port" "$@"
+	certs="$(sed -n 's/^tls=//p' "$dir/options" 2>/dev/null | tail -1)"
+	local -a tls=()
+	[ -z "$certs" ] || tls=(--tls --insecure --cert "$certs/client.crt" --key "$certs/client.key")
+	REDISCLI_AUTH="$pw" redis-cli --no-auth-warning "${tls[@]}" -h 127.0.0.1 -p "$port" "$@"
+}
+
+# tls_lines CERTDIR PORT -- the redis.conf lines of a TLS-only server on PORT
+tls_lines() {
+	local certs="$1" port="$2" f
+	for f in ca.crt server.crt server.key client.crt client.key; do
+		[ -r "$certs/$f" ] || die "tls=$certs: no readable $f there (make the material with scripts/certs.sh DIR)"
+	done
+	echo "port 0"
+	echo "tls-port $port"
+	echo "tls-cert-file $certs/server.crt"
+	echo "tls-key-file $certs/server.key"
+	echo "tls-ca-cert-file $certs/ca.crt"
+	echo "tls-auth-clients yes"
 }
 
 # start_on PORT MODE -- write DIR's config for PORT and start redis-server;
@@ -65,8 +94,8 @@ start_on() {
 		return 2
 	fi
 	{
-		echo "bind 127.0.0.1"
-		echo "port $port"
+		if [ "$ipv6" = yes ]; then echo "bind 127.0.0.1 ::1"; else echo "bind 127.0.0.1"; fi
+		if [ -n "$tls" ]; then tls_lines "$tls" "$port"; else echo "port $port"; fi
 		echo "dir $dir"
 		echo "pidfile $dir/redis.pid"
 		echo "logfile $log"
@@ -103,11 +132,17 @@ start_on() {
 
 case "$cmd" in
 start)
-	port="" mode=volatile options=()
+	port="" mode=volatile options=() ipv6=no tls=""
 	for arg in "${@:3}"; do
 		case "$arg" in
 		"") ;;
 		volatile | persist) mode="$arg" ;;
+		ipv6) ipv6=yes ;;
+		tls=*)
+			tls="${arg#tls=}"
+			[ -d "$tls" ] || die "tls=$tls: not a directory (make the material with scripts/certs.sh DIR)"
+			tls="$(cd "$tls" && pwd)"
+			;;
 		*=*) options+=("$arg") ;;
 		*)
 			[[ "$arg" =~ ^[0-9]+$ ]] && [ "$arg" -ge 1 ] && [ "$arg" -le 65535 ] && [ -z "$port" ] ||
@@ -120,7 +155,11 @@ start)
 	extra="$(extra_lines "${options[@]}")"
 	mkdir -p "$dir"
 	dir="$(cd "$dir" && pwd)"
-	printf '%s\n' "${options[@]}" >"$dir/options"
+	{
+		printf '%s\n' "${options[@]}"
+		[ "$ipv6" = no ] || echo ipv6
+		[ -z "$tls" ] || echo "tls=$tls"
+	} >"$dir/options"
 	[ -n "$port" ] || [ ! -s "$dir/port" ] || port="$(cat "$dir/port")"
 	if [ -n "$port" ]; then
 		start_on "$port" "$mode" || die "redis-server could not bind port $port: address already in use"

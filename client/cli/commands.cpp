@@ -144,9 +144,12 @@ schemes()
 	    {"postgresql://", "postgresql://[USER[:PW]@]HOST[:PORT]/DB", true, true, false},
 	    {"postgres://", " (or postgres://), a libpq conninfo", true, true, true},
 	    {"redis://", "redis://[[USER]:PW@]HOST:PORT[/DB]", false, true, false},
+	    {"rediss://", " (TLS: rediss://...?cacert=F&cert=F&key=F)", false, true, true},
+	    {"redis+sentinel://", "redis+sentinel://[[USER]:PW@]S1:P1[,...]/MASTER[/DB]", false, true, false},
 	    {"etcd://", "etcd://[USER:PW@]H1:P1[,...]", false, true, false},
 	    {"etcds://", " (TLS: etcds://...?cacert=F&cert=F&key=F)", false, true, true},
 	    {"redlock://", "redlock://[[USER]:PW@]H1:P1,H2:P2,H3:P3", false, false, false},
+	    {"redlocks://", " (TLS: redlocks://...)", false, false, true},
 	    {"zookeeper://", "zookeeper://[USER:PW@]H1:P1[,...][/CHROOT]", false, false, false},
 	    {"memory:", "memory:NAME (one process)", false, false, false},
 	};

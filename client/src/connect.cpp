@@ -33,9 +33,10 @@ registry()
 std::string_view
 component_of(std::string_view scheme) noexcept
 {
-	if (scheme == "redis" || scheme == "redlock" || scheme == "redis+sentinel")
+	if (scheme == "redis" || scheme == "rediss" || scheme == "redlock" || scheme == "redlocks" ||
+	    scheme == "redis+sentinel")
 		return "redis";
-	if (scheme == "etcd")
+	if (scheme == "etcd" || scheme == "etcds")
 		return "etcd";
 	if (scheme == "zookeeper")
 		return "zookeeper";

@@ -110,7 +110,7 @@ documented(const std::string &name)
 		    c.survives_failover = true;
 	} else if (name == "memory") {
 		c.fencing_token = c.fifo_wait = true;
-	} else if (name == "redis") {
+	} else if (name == "redis" || name == "rediss") { // rediss: the same provider over TLS
 		c.distributed = c.fencing_token = true;
 	} else if (name == "redlock") {
 		c.distributed = c.survives_failover = true;
@@ -487,7 +487,7 @@ TEST(ConformanceSetup, EveryServerProviderIsNamed)
 	std::vector<std::string> names;
 	for (const auto &p : providers_from_env())
 		names.push_back(p.name);
-	for (const char *want : {"postgres", "redis", "redlock", "etcd", "zookeeper"})
+	for (const char *want : {"postgres", "redis", "rediss", "redlock", "etcd", "zookeeper"})
 		EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " missing";
 	for (const auto &entry : malformed_entries)
 		ADD_FAILURE() << "malformed PGLEASE_CONFORMANCE entry (want name|url|stop|start|break): " << entry;

@@ -256,7 +256,7 @@ TEST(RedisAuthUrl, malformed_credentials_and_unsupported_schemes_are_refused_wit
 	    {"redis://u:%zz" + admin_pw + "@h:1", "two hex digits"},
 	    {"redis://u:" + admin_pw + "@h", "missing port"},
 	    {"redis://u:" + admin_pw + "@h:1?x=1", "query"},
-	    {"rediss://u:" + admin_pw + "@h:1", "not supported yet"},
+	    {"rediss://u:" + admin_pw + "@h:1?cacert=/nonexistent/ca.crt", "/nonexistent/ca.crt"},
 	    {"rediss+sentinel://u:" + admin_pw + "@s1:1,s2:2/mymaster", "not supported"},
 	    {"redlock://u:" + admin_pw + "@a:1,b:2", "at least 3"},
 	};

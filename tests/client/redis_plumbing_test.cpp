@@ -412,7 +412,9 @@ TEST(RedisUrl, rejects_malformed_urls_with_what_is_wrong)
 	    {"redis://h:1?timeout=3", "query"},
 	    {"redis://::1:6379", "brackets"},
 	    {"redis://[::1:6379", "unterminated"},
-	    {"rediss://h:1", "scheme"},
+	    {"redisx://h:1", "scheme"},
+	    {"rediss://h:1?cacert=/nonexistent/ca.crt", "/nonexistent/ca.crt"},
+	    {"redlock://a:1,b:2,c:3?cacert=/x", "rediss://"},
 	    {"postgresql://h:1", "scheme"},
 	    {"redlock://a:1,b:2", "at least 3"},
 	    {"redlock://a:1", "at least 3"},
@@ -446,7 +448,8 @@ TEST(RedisUrl, no_error_message_shows_a_password)
 	    "redis://alice:s3@cr3tPW@h:1,g:2",    "redis://alice:s3cr3tPW@h:1?x=1",
 	    "redis://h:1?password=s3cr3tPW",      "redis://h:1#s3cr3tPW",
 	    "redlock://alice:s3cr3tPW@a:1,b:2",   "redlock://a:1,alice:s3cr3tPW@b:2,c:3",
-	    "rediss://alice:s3cr3tPW@h:1",        "redis://alice:s3%ZZcr3tPW@h:1",
+	    "rediss://alice:s3cr3tPW@h:1/x",      "redis://alice:s3%ZZcr3tPW@h:1",
+	    "rediss://alice:s3cr3tPW@h:1?ca=/x",  "redlocks://alice:s3cr3tPW@h:1",
 	};
 	for (const char *url : urls) {
 		auto target = parse_url(url);

@@ -7,7 +7,8 @@
 # the server stopped exits 76, renew/release by token work for Redis and are
 # refused for Redlock (no tokens); issues 19, 22: no password is ever printed, a
 # missing database and a TTL above the maximum are usage errors (64), and
-# durations near the clock's end (2600000h) work.
+# durations near the clock's end (2600000h) work; rediss:// (TLS) with a
+# client certificate and a password, and its refusals' exit codes.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
@@ -110,6 +111,28 @@ start=$(date +%s%N)
 took=$((($(date +%s%N) - start) / 1000000))
 expect "redis_run_wait_2600000h_waits_for_the_release" "exit $rc after $took ms" '[ "$rc" -eq 0 ] && [ "$took" -ge 400 ]'
 wait "$holder"
+
+# issue 22: rediss:// (a TLS-only server wanting a client certificate and a
+# password): acquire and release by token; an unknown CA exits 77, an
+# unreadable CA file 64, plain redis:// to the TLS port 69 saying so; no
+# password is printed
+"$ROOT/scripts/certs.sh" "$WORK/certs" >/dev/null
+TLS_NODE="$("$REDIS" start "$WORK/rtls" tls="$WORK/certs" requirepass=s3cr3tPW)"
+client="cert=$WORK/certs/client.crt&key=$WORK/certs/client.key"
+TLS_URL="rediss://:s3cr3tPW@$TLS_NODE?cacert=$WORK/certs/ca.crt&$client"
+token="$("$PGLEASE" acquire --dsn "$TLS_URL" --resource cli/tls --ttl 10s --holder tls-holder)"
+expect "rediss_acquire_prints_token" "printed '$token'" '[ "$token" -gt 0 ]'
+rc=0; "$PGLEASE" release --dsn "$TLS_URL" --resource cli/tls --token "$token" --holder tls-holder || rc=$?
+expect "rediss_release_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
+n=0
+for case in "77 certificate rediss://:s3cr3tPW@$TLS_NODE?cacert=$WORK/certs/other-ca.crt&$client" \
+	"64 nonexistent rediss://:s3cr3tPW@$TLS_NODE?cacert=$WORK/nonexistent.crt" \
+	"69 rediss:// redis://:s3cr3tPW@$TLS_NODE"; do
+	n=$((n + 1)); want="${case%% *}"; rest="${case#* }"; says="${rest%% *}"; dsn="${rest#* }"
+	rc=0; msg="$("$PGLEASE" run --dsn "$dsn" --resource cli/tls --ttl 5s -- true 2>&1)" || rc=$?
+	expect "rediss_refusal_$n" "exit $rc (want $want, saying $says): $msg" \
+		'[ "$rc" -eq "$want" ] && grep -qF "$says" <<<"$msg" && ! grep -qE "s3cr3|cr3tPW" <<<"$msg"'
+done
 
 # an unknown scheme is a usage error naming it
 rc=0; msg="$("$PGLEASE" run --dsn foo://x --resource cli/x --ttl 5s -- true 2>&1)" || rc=$?

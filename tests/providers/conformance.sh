@@ -2,8 +2,9 @@
 # conformance.sh CONFORMANCE_TEST -- run the provider conformance suite
 # (tests/client/conformance_test.cpp) against real servers: PostgreSQL (the
 # cluster of PGLEASE_CLUSTER, database pglease_client: the CTest fixture
-# pg_preload), one Redis server, three independent ones for Redlock, one
-# etcd member and one standalone ZooKeeper server, started here (each on a
+# pg_preload), one Redis server, one TLS-only Redis server wanting a client
+# certificate (rediss://, scripts/certs.sh's material), three independent
+# ones for Redlock, one etcd member and one standalone ZooKeeper server, started here (each on a
 # port drawn free when it starts; a restart brings it back on that port) and
 # stopped at exit.  Each provider is named in PGLEASE_CONFORMANCE with the commands
 # that stop, start and break it.
@@ -21,6 +22,10 @@ on_exit 'for d in "$WORK"/redis-*/; do "$REDIS" kill "$d" >/dev/null 2>&1 || tru
 
 nodes="" stop3="" start3="" del3=""
 redis="$("$REDIS" start "$WORK/redis-single")"
+"$ROOT/scripts/certs.sh" "$WORK/certs" >/dev/null
+rediss="$("$REDIS" start "$WORK/redis-tls" tls="$WORK/certs")"
+tls_query="cacert=$WORK/certs/ca.crt&cert=$WORK/certs/client.crt&key=$WORK/certs/client.key"
+tls_cli="redis-cli --tls --cacert $WORK/certs/ca.crt --cert $WORK/certs/client.crt --key $WORK/certs/client.key"
 for n in 1 2 3; do
 	node="$("$REDIS" start "$WORK/redis-$n")"
 	nodes="${nodes:+$nodes,}$node"
@@ -38,6 +43,7 @@ zookeeper="$("$ZK" start "$WORK/zookeeper")"
 mode="$(cat "$PGLEASE_CLUSTER/mode")"
 PGLEASE_CONFORMANCE="postgres|dbname=pglease_client|$CLUSTER stop $PGLEASE_CLUSTER|$CLUSTER start $PGLEASE_CLUSTER $mode|psql -X -q -d pglease_client -c \"SELECT lease.break('{resource}')\" >/dev/null"
 PGLEASE_CONFORMANCE+=";redis|redis://$redis|$REDIS stop $WORK/redis-single >/dev/null|$REDIS start $WORK/redis-single >/dev/null|redis-cli -p ${redis##*:} DEL 'pglease:lock:{resource}' >/dev/null"
+PGLEASE_CONFORMANCE+=";rediss|rediss://$rediss?$tls_query|$REDIS stop $WORK/redis-tls >/dev/null|$REDIS start $WORK/redis-tls tls=$WORK/certs >/dev/null|$tls_cli -p ${rediss##*:} DEL 'pglease:lock:{resource}' >/dev/null"
 PGLEASE_CONFORMANCE+=";redlock|redlock://$nodes|$stop3 true|$start3 true|$del3 true"
 PGLEASE_CONFORMANCE+=";etcd|etcd://$etcd|$ETCD stop $WORK/etcd >/dev/null|$ETCD start $WORK/etcd >/dev/null|ETCDCTL_API=3 etcdctl --endpoints=$etcd del --prefix 'pglease/lock/{resource}/' >/dev/null"
 PGLEASE_CONFORMANCE+=";zookeeper|zookeeper://$zookeeper|$ZK stop $WORK/zookeeper >/dev/null|$ZK start $WORK/zookeeper >/dev/null|$ZK break $WORK/zookeeper '{resource}'"

@@ -69,7 +69,8 @@ public:
 /// A Locker for a URL: `postgresql://...` or a libpq key=value string
 /// (PostgreSQL, a pglease::Client), `memory:` or `memory:NAME` (this
 /// process), and the providers whose component is linked in
-/// (`redis://host:port[/db]`, `redlock://h1:p1,h2:p2,h3:p3`,
+/// (`redis://host:port[/db]`, `redlock://h1:p1,h2:p2,h3:p3`, over TLS
+/// `rediss://...` and `redlocks://...` with `?cacert=&cert=&key=`,
 /// `redis+sentinel://s1:p1,s2:p2,s3:p3/MASTER_NAME[/db]`: the master the
 /// Sentinels name, followed through a failover, Errc::unavailable meanwhile;
 /// `etcd://h1:p1[,h2:p2,...]`, `zookeeper://h1:p1[,h2:p2,...][/chroot]`).

@@ -1,11 +1,8 @@
-// etcd/url.cpp -- parse_target (etcd/url.hpp): the etcd:// and etcds:// URLs.
+// etcd/url.cpp -- parse_target (etcd/url.hpp): the etcd:// and etcds:// URLs;
+// their TLS material is read as every provider's (detail/tls.hpp).
 #include "etcd/url.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sys/stat.h>
-
+#include "detail/tls.hpp"
 #include "pglease/error.hpp"
 
 namespace pglease::detail::etcd {
@@ -42,74 +39,27 @@ credentials(std::string_view url, std::string_view userinfo, Target &target)
 	return {};
 }
 
-// query -- cacert=, cert=, key= of an etcds:// URL
+// tls_material -- the TLS material of the URL's query, completed from
+// options and checked (detail/tls.hpp), into target
 Result<void>
-query(std::string_view url, std::string_view text, Target &target)
+tls_material(std::string_view url, std::string_view query, const ClientOptions &options, Target &target)
 {
-	while (!text.empty()) {
-		auto amp = text.find('&');
-		std::string_view pair = text.substr(0, amp);
-		text = amp == std::string_view::npos ? std::string_view{} : text.substr(amp + 1);
-		auto eq = pair.find('=');
-		std::string name(pair.substr(0, eq)), value;
-		if (eq == std::string_view::npos || !percent_decoded(pair.substr(eq + 1), value) || value.empty())
-			return bad(url, "query parameter \"" + name + "\" needs a value (a path: " + name + "=/path)");
-		if (name == "cacert")
-			target.ca_file = value;
-		else if (name == "cert")
-			target.cert_file = value;
-		else if (name == "key")
-			target.key_file = value;
-		else
-			return bad(url, "unknown query parameter \"" + name + "\" (etcds:// takes cacert=, cert=, key=)");
-	}
-	return {};
-}
-
-// readable -- path names a regular file this process can read
-Result<void>
-readable(const char *what, const std::string &path)
-{
-	std::string why;
-	struct stat st {};
-	if (::stat(path.c_str(), &st) != 0)
-		why = std::strerror(errno);
-	else if (!S_ISREG(st.st_mode))
-		why = "not a regular file";
-	else if (std::ifstream file(path); !file.good())
-		why = errno != 0 ? std::strerror(errno) : "cannot be opened";
-	if (why.empty())
-		return {};
-	return Error{Errc::invalid_argument, "22023",
-	             std::string("etcd TLS: cannot read the ") + what + " file \"" + path + "\": " + why};
-}
-
-// tls_material -- the files the URL did not name, from options; each checked
-Result<void>
-tls_material(std::string_view url, const ClientOptions &options, Target &target)
-{
-	if (target.ca_file.empty())
-		target.ca_file = options.tls_ca_file;
-	if (target.cert_file.empty())
-		target.cert_file = options.tls_cert_file;
-	if (target.key_file.empty())
-		target.key_file = options.tls_key_file;
-	const bool any = !target.ca_file.empty() || !target.cert_file.empty() || !target.key_file.empty();
+	TlsFiles files;
+	if (std::string problem = tls_query_problem(query, files); !problem.empty())
+		return bad(url, problem);
+	tls_files_from(options, files);
 	if (!target.tls) {
-		if (any)
+		if (files.any())
 			return bad(url,
 			           "TLS material (cacert/cert/key or ClientOptions::tls_*) given, but etcd:// is plain "
 			           "HTTP: write etcds://");
 		return {};
 	}
-	if (target.cert_file.empty() != target.key_file.empty())
-		return bad(url, "a client certificate needs both cert= and key= (or tls_cert_file and tls_key_file)");
-	for (auto [what, path] : {std::pair{"CA (cacert)", &target.ca_file},
-	                          std::pair{"client certificate (cert)", &target.cert_file},
-	                          std::pair{"client key (key)", &target.key_file}})
-		if (!path->empty())
-			if (auto ok = readable(what, *path); !ok)
-				return ok.error();
+	if (std::string problem = tls_files_problem(files); !problem.empty())
+		return Error{Errc::invalid_argument, "22023", "etcd TLS: " + problem};
+	target.ca_file = std::move(files.ca_file);
+	target.cert_file = std::move(files.cert_file);
+	target.key_file = std::move(files.key_file);
 	return {};
 }
 
@@ -143,14 +93,12 @@ parse_target(std::string_view url, const ClientOptions &options) noexcept
 			return bad(url, "no path or fragment: etcd[s]://[user:password@]host:port[,host:port...]");
 		if (q != std::string_view::npos && !target.tls)
 			return bad(url, "query parameters (cacert=, cert=, key=) belong to etcds:// (TLS)");
-		if (auto ok = query(url, query_text, target); !ok)
-			return ok.error();
 		auto endpoints = parse_host_list(rest);
 		if (!endpoints)
 			return endpoints.error().code == Errc::invalid_argument ? bad(url, endpoints.error().message)
 			                                                        : endpoints.error();
 		target.endpoints = std::move(*endpoints);
-		if (auto ok = tls_material(url, options, target); !ok)
+		if (auto ok = tls_material(url, query_text, options, target); !ok)
 			return ok.error();
 		return target;
 	} catch (...) {

@@ -1,25 +1,22 @@
 // redis/connection.cpp -- every hiredis call of the Redis providers.
 //
-// hiredis 0.14's synchronous API: redisConnectWithTimeout bounds the connect,
-// redisSetTimeout sets SO_RCVTIMEO/SO_SNDTIMEO for the commands after it.  A
-// blocking read that times out is an I/O error to hiredis (REDIS_ERR_IO with
-// EAGAIN) and poisons the context for good, so a command timeout ends the
-// connection here too, and the subscriber never lets a read time out: it
-// polls the socket for its own wait and reads only when data is there.
-// hiredis writes with write(2), not send(MSG_NOSIGNAL): a write after the peer
-// reset the connection raises SIGPIPE, which would kill the host service, so
-// every command runs with SIGPIPE blocked in its thread (libpq's approach).
+// hiredis 0.14 (Debian's) has no TLS, so its connection (redisContext) is
+// not used: only its protocol reader (redisReaderCreate / Feed / GetReply)
+// and formatter (redisFormatCommandArgv), over a stream of our own
+// (redis/transport.hpp), the same for TCP and TLS.  Each command is written
+// and its reply read by one deadline, the command timeout; a command past it
+// leaves the connection unusable (the reply may still come and would answer
+// the next command), and the subscriber's wait, whose read may find nothing
+// by its deadline, keeps the stream usable then.
 #include "redis/connection.hpp"
 
 #include <hiredis/hiredis.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 
 #include <cerrno>
+#include <cstring>
 #include <new>
-#include <sys/time.h>
 
+#include "detail/provider.hpp"
 #include "redis/sha1.hpp"
 
 namespace pglease::detail::redis {
@@ -33,17 +30,6 @@ struct ReplyDeleter {
 	void operator()(redisReply *reply) const noexcept { freeReplyObject(reply); }
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-timeval
-to_timeval(milliseconds d)
-{
-	if (d < milliseconds{1})
-		d = milliseconds{1}; // a zero timeval would mean "no timeout" to the socket
-	timeval tv{};
-	tv.tv_sec = static_cast<time_t>(d.count() / 1000);
-	tv.tv_usec = static_cast<suseconds_t>(d.count() % 1000 * 1000);
-	return tv;
-}
 
 Error
 out_of_memory()
@@ -85,50 +71,6 @@ copy_reply(const redisReply &r)
 	return out;
 }
 
-// SigpipeGuard -- SIGPIPE blocked in this thread for the guard's life; one
-// raised meanwhile is consumed (unless one was already pending), so it is
-// never delivered to the process.
-class SigpipeGuard {
-public:
-	SigpipeGuard() noexcept
-	{
-		sigset_t pipe;
-		sigemptyset(&pipe);
-		sigaddset(&pipe, SIGPIPE);
-		sigset_t pending;
-		sigemptyset(&pending);
-		sigpending(&pending);
-		was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-		blocked_ = pthread_sigmask(SIG_BLOCK, &pipe, &old_) == 0;
-	}
-	~SigpipeGuard()
-	{
-		if (!blocked_)
-			return;
-		sigset_t pending;
-		sigemptyset(&pending);
-		sigpending(&pending);
-		if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
-			sigset_t pipe;
-			sigemptyset(&pipe);
-			sigaddset(&pipe, SIGPIPE);
-			timespec zero{};
-			int saved_errno = errno;
-			while (sigtimedwait(&pipe, nullptr, &zero) < 0 && errno == EINTR) {
-			}
-			errno = saved_errno;
-		}
-		pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-	}
-	SigpipeGuard(const SigpipeGuard &) = delete;
-	SigpipeGuard &operator=(const SigpipeGuard &) = delete;
-
-private:
-	sigset_t old_{};
-	bool was_pending_ = false;
-	bool blocked_ = false;
-};
-
 bool
 starts_with(std::string_view s, std::string_view prefix)
 {
@@ -138,9 +80,9 @@ starts_with(std::string_view s, std::string_view prefix)
 } // namespace
 
 void
-ContextDeleter::operator()(redisContext *context) const noexcept
+ReaderDeleter::operator()(redisReader *reader) const noexcept
 {
-	redisFree(context);
+	redisReaderFree(reader);
 }
 
 Error
@@ -160,15 +102,17 @@ error_from_reply(const Reply &reply, const Endpoint &endpoint)
 
 Script::Script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
 
-Connection::Connection(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials) noexcept
-    : endpoint_(std::move(endpoint)), timeouts_(timeouts), db_(db), credentials_(std::move(credentials))
+Connection::Connection(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials,
+                       Tls tls) noexcept
+    : endpoint_(std::move(endpoint)), timeouts_(timeouts), db_(db), credentials_(std::move(credentials)),
+      tls_(std::move(tls))
 {
 }
 
 Result<Connection>
-Connection::open(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials) noexcept
+Connection::open(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials, Tls tls) noexcept
 {
-	Connection connection(std::move(endpoint), timeouts, db, std::move(credentials));
+	Connection connection(std::move(endpoint), timeouts, db, std::move(credentials), std::move(tls));
 	if (auto connected = connection.connect(); !connected)
 		return connected.error();
 	return connection;
@@ -177,7 +121,7 @@ Connection::open(Endpoint endpoint, Timeouts timeouts, int db, Credentials crede
 bool
 Connection::usable() const noexcept
 {
-	return context_ && context_->err == 0;
+	return stream_ != nullptr;
 }
 
 Result<void>
@@ -186,6 +130,8 @@ Connection::reconnect() noexcept
 	return connect();
 }
 
+// set_command_timeout -- each command takes its deadline from the timeout
+// when it starts: nothing to tell the socket
 Result<void>
 Connection::set_command_timeout(milliseconds timeout) noexcept
 {
@@ -193,47 +139,66 @@ Connection::set_command_timeout(milliseconds timeout) noexcept
 		return {};
 	timeouts_.command = timeout;
 	if (!usable())
-		return io_error("connection unusable (reconnect first)");
-	if (redisSetTimeout(context_.get(), to_timeval(timeout)) != REDIS_OK) {
-		Error error = io_error("cannot set the command timeout");
-		context_.reset();
-		return error;
-	}
+		return broken("connection unusable (reconnect first)", Error{Errc::unavailable, "", "not connected"});
 	return {};
 }
 
-// connect -- a new context in place of the old one (which is freed either way)
+// connect -- a new stream and reader in place of the old ones (dropped
+// either way), then what the server must hear first
 Result<void>
 Connection::connect() noexcept
 {
-	context_.reset();
+	stream_.reset();
+	answered_ = false;
 	try {
-		context_.reset(
-		    redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, to_timeval(timeouts_.connect)));
-		if (!context_)
+		reader_.reset(redisReaderCreate());
+		if (!reader_)
 			return out_of_memory();
-		if (context_->err) {
-			Error error{Errc::unavailable, "",
-			            "redis " + to_string(endpoint_) + ": cannot connect: " + context_->errstr};
-			context_.reset();
-			return error;
-		}
-		if (redisSetTimeout(context_.get(), to_timeval(timeouts_.command)) != REDIS_OK) {
-			Error error = io_error("cannot set the command timeout");
-			context_.reset();
-			return error;
-		}
-		if (auto authenticated = authenticate(); !authenticated) {
-			context_.reset();
-			return authenticated.error();
-		}
-		if (auto selected = select(); !selected) {
-			context_.reset();
-			return selected.error();
+		const Deadline deadline = deadline_after(Clock::now(), timeouts_.connect);
+		auto stream = Transport::open(endpoint_, tls_, deadline);
+		if (!stream)
+			return Error{stream.error().code, "",
+			             "redis " + to_string(endpoint_) + ": cannot connect: " + stream.error().message};
+		stream_ = std::make_unique<Transport>(std::move(*stream));
+		if (auto greeted = greet(deadline); !greeted) {
+			stream_.reset();
+			return greeted.error();
 		}
 		return {};
 	} catch (const std::bad_alloc &) {
-		context_.reset();
+		stream_.reset();
+		return out_of_memory();
+	}
+}
+
+// greet -- AUTH, SELECT; with TLS at least one round trip (a PING when
+// neither is needed), so that a server refusing our certificate after a TLS
+// 1.3 handshake is heard now.  Its refusal may come as a reset rather than
+// an alert: a stream that broke before any reply is asked again with a TLS
+// 1.2 handshake, which hears the verdict within the handshake, in what is
+// left of the connect's own deadline (so open() still ends within the
+// connect timeout plus the command timeout).
+Result<void>
+Connection::greet(Deadline connect_deadline) noexcept
+{
+	Result<void> done = authenticate();
+	if (done)
+		done = select();
+	if (done && tls_ && !credentials_.given() && db_ == 0) {
+		auto pong = command({"PING"});
+		if (!pong)
+			done = pong.error();
+		else if (pong->is_error())
+			done = error_from_reply(*pong, endpoint_);
+	}
+	if (done || !tls_ || answered_ || done.error().code != Errc::unavailable)
+		return done;
+	auto refusal = Transport::tls12_refusal(endpoint_, tls_, connect_deadline);
+	if (!refusal)
+		return done;
+	try {
+		return Error{Errc::permission, "", "redis " + to_string(endpoint_) + ": " + refusal->message};
+	} catch (const std::bad_alloc &) {
 		return out_of_memory();
 	}
 }
@@ -292,34 +257,60 @@ Connection::select() noexcept
 	}
 }
 
-// io_error -- the Error for the failure hiredis recorded in the context; a
-// timed-out read or write says so instead of "Resource temporarily unavailable"
+// broken -- the Error for an I/O failure while doing what; the connection is
+// unusable from now on.  A plain connection closed or reset before any reply
+// most likely reached a TLS port (which drops what is no TLS record).
 Error
-Connection::io_error(std::string_view what) noexcept
+Connection::broken(std::string_view what, const Error &cause) noexcept
 {
-	int saved_errno = errno;
+	const bool first = stream_ != nullptr && !answered_;
+	const bool plain = stream_ != nullptr && !stream_->tls();
+	stream_.reset();
 	try {
-		std::string message = "redis " + to_string(endpoint_) + ": " + std::string(what) + ": ";
-		if (!context_)
-			message += "not connected";
-		else if (context_->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK))
-			message += "no reply within " + std::to_string(timeouts_.command.count()) + " ms";
-		else
-			message += context_->errstr;
-		Errc code = Errc::unavailable;
-		if (context_ && (context_->err == REDIS_ERR_PROTOCOL || context_->err == REDIS_ERR_OOM))
-			code = Errc::internal;
-		return Error{code, "", std::move(message)};
+		std::string message =
+		    "redis " + to_string(endpoint_) + ": " + std::string(what) + ": " + cause.message;
+		if (first && plain &&
+		    (cause.message == "the server closed the connection" ||
+		     cause.message == std::strerror(ECONNRESET)))
+			message += " before any reply (a TLS port? then rediss://)";
+		return Error{cause.code, "", std::move(message)};
 	} catch (const std::bad_alloc &) {
 		return out_of_memory();
+	}
+}
+
+// next_reply -- the next complete reply, reading until deadline for it;
+// nullopt when none came by then (the stream stays usable: the caller says
+// whether that is a failure).  An Error is the bare cause, for broken().
+Result<std::optional<Reply>>
+Connection::next_reply(Deadline deadline) noexcept
+{
+	for (;;) {
+		void *raw = nullptr;
+		if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK)
+			return Error{Errc::internal, "", std::string("protocol error: ") + reader_->errstr};
+		if (raw != nullptr) {
+			ReplyPtr reply(static_cast<redisReply *>(raw));
+			answered_ = true;
+			return std::optional<Reply>(copy_reply(*reply));
+		}
+		char buf[16 * 1024];
+		auto n = stream_->read_some(buf, sizeof buf, deadline);
+		if (!n)
+			return n.error();
+		if (*n == 0)
+			return std::optional<Reply>{};
+		if (redisReaderFeed(reader_.get(), buf, *n) != REDIS_OK)
+			return out_of_memory();
 	}
 }
 
 Result<Reply>
 Connection::run(const std::string_view *argv, std::size_t argc) noexcept
 {
+	const std::string what = argc ? std::string(argv[0]) : std::string("command");
 	if (!usable())
-		return io_error("connection unusable (reconnect first)");
+		return broken(what, Error{Errc::unavailable, "", "connection unusable (reconnect first)"});
 	try {
 		std::vector<const char *> ptrs(argc);
 		std::vector<size_t> lens(argc);
@@ -327,21 +318,22 @@ Connection::run(const std::string_view *argv, std::size_t argc) noexcept
 			ptrs[i] = argv[i].data();
 			lens[i] = argv[i].size();
 		}
-		ReplyPtr reply;
-		int call_errno = 0;
-		{
-			SigpipeGuard no_sigpipe;
-			errno = 0;
-			reply.reset(static_cast<redisReply *>(
-			    redisCommandArgv(context_.get(), static_cast<int>(argc), ptrs.data(), lens.data())));
-			call_errno = errno;
-		}
-		if (!reply) {
-			std::string what = argc ? std::string(argv[0]) : std::string("command");
-			errno = call_errno; // io_error tells a timeout (EAGAIN) by it
-			return io_error(what);
-		}
-		return copy_reply(*reply);
+		char *formatted = nullptr;
+		int len = redisFormatCommandArgv(&formatted, static_cast<int>(argc), ptrs.data(), lens.data());
+		if (len < 0)
+			return out_of_memory();
+		std::unique_ptr<char, void (*)(char *)> cmd(formatted, redisFreeCommand);
+		const Deadline deadline = deadline_after(Clock::now(), timeouts_.command);
+		if (auto sent = stream_->write_all({formatted, static_cast<std::size_t>(len)}, deadline); !sent)
+			return broken(what, sent.error());
+		auto reply = next_reply(deadline);
+		if (!reply)
+			return broken(what, reply.error());
+		if (!*reply)
+			return broken(what,
+			              Error{Errc::unavailable, "",
+			                    "no reply within " + std::to_string(timeouts_.command.count()) + " ms"});
+		return std::move(**reply);
 	} catch (const std::bad_alloc &) {
 		return out_of_memory();
 	}
@@ -409,10 +401,11 @@ Connection::eval(const Script &script, const std::vector<std::string_view> &keys
 }
 
 Result<Subscriber>
-Subscriber::open(Endpoint endpoint, Timeouts timeouts, std::string_view channel,
-                 Credentials credentials) noexcept
+Subscriber::open(Endpoint endpoint, Timeouts timeouts, std::string_view channel, Credentials credentials,
+                 Tls tls) noexcept
 {
-	auto connection = Connection::open(std::move(endpoint), timeouts, 0, std::move(credentials));
+	auto connection =
+	    Connection::open(std::move(endpoint), timeouts, 0, std::move(credentials), std::move(tls));
 	if (!connection)
 		return connection.error();
 	auto confirmed = connection->command({"SUBSCRIBE", channel});
@@ -437,33 +430,21 @@ Subscriber::wait(milliseconds timeout) noexcept
 {
 	Connection &c = connection_;
 	if (!c.usable())
-		return c.io_error("subscriber unusable (open a new one)");
-	const auto deadline = Clock::now() + timeout;
+		return c.broken("reading a message",
+		                Error{Errc::unavailable, "", "subscriber unusable (open a new one)"});
+	const Deadline deadline = deadline_after(Clock::now(), timeout);
 	try {
 		for (;;) {
-			// first what is already buffered: one read may have brought several messages
-			void *raw = nullptr;
-			if (redisGetReplyFromReader(c.context_.get(), &raw) != REDIS_OK)
-				return c.io_error("reading a message");
-			if (raw) {
-				ReplyPtr reply(static_cast<redisReply *>(raw));
-				Reply r = copy_reply(*reply);
-				// ["message", channel, payload]; anything else (a PONG, say) is skipped
-				if (r.is_array() && r.elements.size() == 3 && r.elements[0].text == "message")
-					return std::optional<Message>(
-					    Message{std::move(r.elements[1].text), std::move(r.elements[2].text)});
-				continue;
-			}
-			auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
-			if (left <= milliseconds{0})
+			auto reply = c.next_reply(deadline);
+			if (!reply)
+				return c.broken("reading a message", reply.error());
+			if (!*reply)
 				return std::optional<Message>{};
-			pollfd pfd{c.context_->fd, POLLIN, 0};
-			int ready = ::poll(&pfd, 1, static_cast<int>(left.count()));
-			if (ready < 0 && errno != EINTR)
-				return Error{Errc::internal, "", "redis " + to_string(c.endpoint()) + ": poll failed"};
-			// readable, or hung up / in error: the read says which
-			if (ready > 0 && redisBufferRead(c.context_.get()) != REDIS_OK)
-				return c.io_error("reading a message");
+			Reply &r = **reply;
+			// ["message", channel, payload]; anything else (a PONG, say) is skipped
+			if (r.is_array() && r.elements.size() == 3 && r.elements[0].text == "message")
+				return std::optional<Message>(
+				    Message{std::move(r.elements[1].text), std::move(r.elements[2].text)});
 		}
 	} catch (const std::bad_alloc &) {
 		return out_of_memory();

@@ -1,6 +1,8 @@
 // redis/connection.hpp -- one synchronous connection to a Redis node, and a
 // subscriber connection for pub/sub wake-ups: the plumbing the Redis and
-// Redlock providers stand on (docs/design.md#wire-formats).
+// Redlock providers stand on (docs/design.md#wire-formats).  RESP2 through
+// hiredis's reader and formatter over a stream of our own (redis/transport.hpp:
+// TCP, or TLS for rediss:// and redlocks://), one code path for both.
 //
 // No recipe lives here.  The providers implement the Redis distlock page's
 // recipes (https://redis.io/docs/latest/develop/clients/patterns/distributed-locks/:
@@ -11,8 +13,9 @@
 // Nothing throws out of this folder: every call returns a Result.  An Error is
 // Errc::unavailable when the node could not be reached or answered nothing in
 // time (I/O error, timeout, EOF; the connection is then unusable until
-// reconnect()), Errc::internal for what should not happen (protocol error, out
-// of memory).  A Redis error reply ("-ERR ...") is not an Error: it is a Reply
+// reconnect()), Errc::permission when TLS refused a certificate (the
+// server's, or ours by the server), Errc::internal for what should not
+// happen (protocol error, out of memory).  A Redis error reply ("-ERR ...") is not an Error: it is a Reply
 // of kind error, for the caller to judge (error_from_reply maps it).
 #pragma once
 
@@ -26,8 +29,9 @@
 
 #include "pglease/result.hpp"
 #include "redis/endpoint.hpp"
+#include "redis/transport.hpp"
 
-struct redisContext; // hiredis; only connection.cpp includes its headers
+struct redisReader; // hiredis; only connection.cpp includes its headers
 
 namespace pglease::detail::redis {
 
@@ -75,19 +79,22 @@ private:
 	std::string sha1_;
 };
 
-struct ContextDeleter {
-	void operator()(redisContext *context) const noexcept;
+struct ReaderDeleter {
+	void operator()(redisReader *reader) const noexcept;
 };
 
 /// One blocking connection to one node.  Not thread-safe: one user at a time.
 class Connection {
 public:
-	/// Connect (bounded by timeouts.connect), AUTH when credentials are
-	/// given, then SELECT db when it is not 0.  A refused AUTH (any error
-	/// reply: WRONGPASS, or a server without a password) is Errc::permission,
-	/// whose message shows the server's words, never the password.
+	/// Connect (bounded by timeouts.connect; with tls, the handshake too),
+	/// AUTH when credentials are given, then SELECT db when it is not 0.  A
+	/// refused AUTH (any error reply: WRONGPASS, or a server without a
+	/// password) is Errc::permission, whose message shows the server's words,
+	/// never the password; so is a refused certificate (transport.hpp).  With
+	/// tls and nothing to send, a PING: a server refusing our certificate
+	/// under TLS 1.3 says so only after the handshake, and open() must tell.
 	[[nodiscard]] static Result<Connection> open(Endpoint endpoint, Timeouts timeouts, int db = 0,
-	                                             Credentials credentials = {}) noexcept;
+	                                             Credentials credentials = {}, Tls tls = {}) noexcept;
 
 	/// False after an I/O error, timeout or EOF: reconnect() before the next command.
 	[[nodiscard]] bool usable() const noexcept;
@@ -115,19 +122,24 @@ public:
 
 private:
 	friend class Subscriber;
-	Connection(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials) noexcept;
+	Connection(Endpoint endpoint, Timeouts timeouts, int db, Credentials credentials, Tls tls) noexcept;
 	Result<void> connect() noexcept;
+	Result<void> greet(Deadline connect_deadline) noexcept;
 	Result<void> authenticate() noexcept;
 	Result<void> select() noexcept;
 	Result<Reply> run(const std::string_view *argv, std::size_t argc) noexcept;
+	Result<std::optional<Reply>> next_reply(Deadline deadline) noexcept;
 	Result<void> until(std::chrono::steady_clock::time_point deadline) noexcept;
-	Error io_error(std::string_view what) noexcept;
+	Error broken(std::string_view what, const Error &cause) noexcept;
 
 	Endpoint endpoint_;
 	Timeouts timeouts_;
 	int db_ = 0;
 	Credentials credentials_;
-	std::unique_ptr<redisContext, ContextDeleter> context_;
+	Tls tls_;
+	std::unique_ptr<Transport> stream_; ///< null: unusable (never connected, or broken)
+	std::unique_ptr<redisReader, ReaderDeleter> reader_;
+	bool answered_ = false; ///< a reply came on this stream (else an EOF hints at a TLS port)
 };
 
 /// A message published on a subscribed channel.
@@ -140,11 +152,11 @@ struct Message {
 /// publishes a release instead of polling until the next retry.
 class Subscriber {
 public:
-	/// (With credentials: AUTH as Connection::open does; no SELECT, pub/sub
-	/// channels belong to no database.)
+	/// (With credentials and tls: as Connection::open does; no SELECT,
+	/// pub/sub channels belong to no database.)
 	[[nodiscard]] static Result<Subscriber> open(Endpoint endpoint, Timeouts timeouts,
-	                                             std::string_view channel,
-	                                             Credentials credentials = {}) noexcept;
+	                                             std::string_view channel, Credentials credentials = {},
+	                                             Tls tls = {}) noexcept;
 
 	/// The next message, or std::nullopt when none came within timeout (not an
 	/// error: the subscription stays usable).  An I/O error or EOF is

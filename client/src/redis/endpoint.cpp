@@ -1,10 +1,15 @@
-// redis/endpoint.cpp -- parsing of redis://, redlock:// and redis+sentinel:// URLs (see endpoint.hpp
-// for the accepted forms and why); the host:port list is detail/endpoints.cpp's.
+// redis/endpoint.cpp -- parsing of redis://, rediss://, redlock://,
+// redlocks:// and redis+sentinel:// URLs (see endpoint.hpp for the accepted
+// forms and why); the host:port list is detail/endpoints.cpp's, the TLS
+// material detail/tls.cpp's.
 #include "redis/endpoint.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <new>
+#include <tuple>
+
+#include "detail/tls.hpp"
 
 namespace pglease::detail::redis {
 
@@ -12,7 +17,8 @@ namespace {
 
 constexpr std::string_view redis_scheme = "redis://";
 constexpr std::string_view redlock_scheme = "redlock://";
-constexpr std::string_view tls_scheme = "rediss://";
+constexpr std::string_view redis_tls_scheme = "rediss://";
+constexpr std::string_view redlock_tls_scheme = "redlocks://";
 constexpr std::string_view sentinel_scheme = "redis+sentinel://";
 constexpr std::string_view tls_sentinel_scheme = "rediss+sentinel://";
 constexpr std::size_t redlock_min_nodes = 3;
@@ -80,28 +86,27 @@ credentials_of(std::string_view url, std::string_view userinfo)
 	return c;
 }
 
-// after_scheme -- the URL after its scheme, and which scheme it is;
-// rediss:// is named as not supported yet, rediss+sentinel:// as not supported
+// after_scheme -- the URL after its scheme: whether it is Redlock's, TLS or
+// Sentinel's; rediss+sentinel:// is named as not supported
 Result<std::string_view>
-after_scheme(std::string_view url, Target &target)
+after_scheme(std::string_view url, Target &target, bool &tls)
 {
-	auto starts = [url](std::string_view scheme) { return url.substr(0, scheme.size()) == scheme; };
-	if (starts(redlock_scheme)) {
-		target.redlock = true;
-		return url.substr(redlock_scheme.size());
-	}
-	if (starts(redis_scheme))
-		return url.substr(redis_scheme.size());
-	if (starts(sentinel_scheme)) {
+	for (auto [scheme, is_redlock, is_tls] :
+	     {std::tuple{redis_scheme, false, false}, std::tuple{redlock_scheme, true, false},
+	      std::tuple{redis_tls_scheme, false, true}, std::tuple{redlock_tls_scheme, true, true}})
+		if (url.substr(0, scheme.size()) == scheme) {
+			target.redlock = is_redlock;
+			tls = is_tls;
+			return url.substr(scheme.size());
+		}
+	if (url.substr(0, sentinel_scheme.size()) == sentinel_scheme) {
 		target.sentinel = true;
 		return url.substr(sentinel_scheme.size());
 	}
-	if (starts(tls_scheme))
-		return bad_url(url, "the scheme rediss:// (Redis over TLS) is not supported yet");
-	if (starts(tls_sentinel_scheme))
+	if (url.substr(0, tls_sentinel_scheme.size()) == tls_sentinel_scheme)
 		return bad_url(url, "the scheme rediss+sentinel:// (TLS to Sentinels and nodes) is not "
 		                    "supported; use redis+sentinel:// on a trusted network");
-	return bad_url(url, "the scheme must be redis://, redlock:// or redis+sentinel://");
+	return bad_url(url, "the scheme must be redis://, rediss://, redlock://, redlocks:// or redis+sentinel://");
 }
 
 // parse_db -- the /db of a URL (empty: 0).  SELECT takes 0 .. databases-1,
@@ -139,11 +144,36 @@ sentinel_path(std::string_view url, std::string_view path, Target &target)
 	return slash == std::string_view::npos ? std::string_view{} : path.substr(slash);
 }
 
+// tls_of -- the TLS of a rediss:// or redlocks:// URL from its query and
+// options, every file loaded; TLS material for a plain scheme is refused
+Result<void>
+tls_of(std::string_view url, std::string_view query, bool tls, const ClientOptions &options, Target &target)
+{
+	TlsFiles files;
+	if (std::string problem = tls_query_problem(query, files); !problem.empty())
+		return bad_url(url, problem);
+	tls_files_from(options, files);
+	if (!tls) {
+		if (files.any() || !query.empty())
+			return bad_url(url, "TLS material (cacert=, cert=, key= or ClientOptions::tls_*) given, but "
+			                    "redis:// and redlock:// are plain TCP: write rediss:// or redlocks://");
+		return {};
+	}
+	if (std::string problem = tls_files_problem(files); !problem.empty())
+		return Error{Errc::invalid_argument, "", "Redis TLS: " + problem};
+	auto context = TlsContext::create(files);
+	if (!context)
+		return Error{context.error().code, "", "Redis " + context.error().message};
+	target.tls = std::move(*context);
+	return {};
+}
+
 Result<Target>
-parse(std::string_view url)
+parse(std::string_view url, const ClientOptions &options)
 {
 	Target target;
-	auto after = after_scheme(url, target);
+	bool tls = false;
+	auto after = after_scheme(url, target, tls);
 	if (!after)
 		return after.error();
 	std::string_view rest = *after;
@@ -156,8 +186,16 @@ parse(std::string_view url)
 		target.credentials = std::move(*credentials);
 		rest.remove_prefix(at + 1);
 	}
-	if (rest.find_first_of("?#") != std::string_view::npos)
-		return bad_url(url, "query strings and fragments are not supported");
+	if (rest.find('#') != std::string_view::npos)
+		return bad_url(url, "fragments are not supported");
+	std::string_view query;
+	if (auto q = rest.find('?'); q != std::string_view::npos) {
+		query = rest.substr(q + 1);
+		rest = rest.substr(0, q);
+		if (!tls)
+			return bad_url(url, "query parameters (cacert=, cert=, key=) belong to rediss:// and "
+			                    "redlocks:// (TLS); redis://, redlock:// and redis+sentinel:// take none");
+	}
 	auto slash = rest.find('/');
 	std::string_view authority = rest.substr(0, slash);
 	std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
@@ -187,16 +225,18 @@ parse(std::string_view url)
 	if (target.redlock && target.nodes.size() < redlock_min_nodes)
 		return bad_url(url, "redlock:// needs at least " + std::to_string(redlock_min_nodes) +
 		                        " independent nodes, got " + std::to_string(target.nodes.size()));
+	if (auto ok = tls_of(url, query, tls, options, target); !ok)
+		return ok.error();
 	return target;
 }
 
 } // namespace
 
 Result<Target>
-parse_url(std::string_view url) noexcept
+parse_url(std::string_view url, const ClientOptions &options) noexcept
 {
 	try {
-		return parse(url);
+		return parse(url, options);
 	} catch (const std::bad_alloc &) {
 		return Error{Errc::internal, "", "out of memory"};
 	}

@@ -1,6 +1,6 @@
-// redis/endpoint.hpp -- where the Redis providers connect: the nodes and the
-// credentials of a redis://, redlock:// or redis+sentinel:// URL
-// (docs/design.md#urls).
+// redis/endpoint.hpp -- where the Redis providers connect: the nodes, the
+// credentials and the TLS of a redis://, rediss://, redlock://, redlocks://
+// or redis+sentinel:// URL (docs/design.md#urls).
 //
 // Decisions the parser enforces:
 // - the nodes are a host:port list as every provider reads it
@@ -34,8 +34,16 @@
 //   MASTER_NAME is required, %XX-decoded, and may not hold a space, a
 //   control character or '/'.  rediss+sentinel:// (TLS to Sentinels and
 //   nodes) is refused as not supported;
-// - query strings and fragments are not supported yet and are refused
-//   rather than ignored; rediss:// (TLS) is refused as not supported yet;
+// - rediss:// and redlocks:// are the same over TLS (redlocks:// rather
+//   than a TLS flag: one scheme per transport, as etcd:// and etcds://).
+//   Their query takes the TLS material, cacert=, cert=, key= (paths,
+//   %XX-decoded), or ClientOptions::tls_ca_file, tls_cert_file and
+//   tls_key_file, the URL winning, read as every provider reads it
+//   (detail/tls.hpp); every file is checked and loaded here, before any
+//   I/O (Errc::invalid_argument naming the path).  The query begins at the
+//   first '?' after the userinfo, so a '@' in a path is written %40.  TLS
+//   material given to redis:// or redlock:// is refused rather than
+//   ignored; so are other query parameters and fragments;
 // - no message quotes a password: the URL is shown with its userinfo and its
 //   query masked ("redis://***@host:port", "?***").
 #pragma once
@@ -45,7 +53,9 @@
 #include <vector>
 
 #include "detail/endpoints.hpp"
+#include "pglease/options.hpp"
 #include "pglease/result.hpp"
+#include "redis/transport.hpp"
 
 namespace pglease::detail::redis {
 
@@ -60,18 +70,20 @@ struct Credentials {
 };
 
 struct Target {
-	bool redlock = false;        ///< redlock:// (else redis:// or redis+sentinel://)
+	bool redlock = false;        ///< redlock:// or redlocks:// (else redis://, rediss://, redis+sentinel://)
 	bool sentinel = false;       ///< redis+sentinel://: nodes are the Sentinels
 	std::string master_name;     ///< redis+sentinel://: the master the Sentinels monitor
 	std::vector<Endpoint> nodes; ///< one for redis://, three or more for redlock://
 	int db = 0;                  ///< SELECTed on every node when not 0
 	Credentials credentials;     ///< the same on every node
+	Tls tls;                     ///< rediss://, redlocks://: every node's TLS; else null
 };
 
-/// Parse redis://[[user]:password@]host:port[/db],
-/// redlock://[[user]:password@]h1:p1,h2:p2,h3:p3[,...][/db] or
-/// redis+sentinel://[[user]:password@]s1:p1[,...]/MASTER_NAME[/db];
-/// Errc::invalid_argument with what is wrong otherwise.
-[[nodiscard]] Result<Target> parse_url(std::string_view url) noexcept;
+/// Parse redis[s]://[[user]:password@]host:port[/db][?TLS],
+/// redlock[s]://[[user]:password@]h1:p1,h2:p2,h3:p3[,...][/db][?TLS] or
+/// redis+sentinel://[[user]:password@]s1:p1[,...]/MASTER_NAME[/db], the
+/// TLS material completed from options; Errc::invalid_argument with what is
+/// wrong otherwise.
+[[nodiscard]] Result<Target> parse_url(std::string_view url, const ClientOptions &options = {}) noexcept;
 
 } // namespace pglease::detail::redis

@@ -429,7 +429,7 @@ private:
 Result<std::unique_ptr<Locker>>
 connect_redis(std::string_view url, const ClientOptions &options)
 {
-	auto target = redis::parse_url(url);
+	auto target = redis::parse_url(url, options);
 	if (!target)
 		return target.error();
 	if (target->redlock || (!target->sentinel && target->nodes.size() != 1))
@@ -442,7 +442,7 @@ connect_redis(std::string_view url, const ClientOptions &options)
 		    target->db, target->credentials, options, options.statement_grace);
 	else
 		node = std::make_shared<Node>(target->nodes[0], target->db, target->credentials, options,
-		                              options.statement_grace);
+		                              options.statement_grace, target->tls);
 	auto locker = std::make_unique<RedisLocker>(std::move(node), options.statement_grace);
 	return handed_out(std::move(locker));
 }

@@ -36,8 +36,8 @@ demoted(const Reply &reply) noexcept
 } // namespace
 
 Node::Node(Endpoint endpoint, int db, Credentials credentials, const ClientOptions &options,
-           milliseconds command_timeout)
-    : endpoint_(std::move(endpoint)), db_(db), credentials_(std::move(credentials)),
+           milliseconds command_timeout, Tls tls)
+    : endpoint_(std::move(endpoint)), db_(db), credentials_(std::move(credentials)), tls_(std::move(tls)),
       options_(options), timeouts_{options.connect_timeout, command_timeout},
       backoff_(options.backoff_initial, options.backoff_max)
 {
@@ -178,7 +178,7 @@ Node::target(Timeouts timeouts, Clock::time_point deadline) noexcept
 Result<Connection>
 Node::open_checked(const Endpoint &where, Timeouts timeouts) noexcept
 {
-	auto c = Connection::open(where, timeouts, db_, credentials_);
+	auto c = Connection::open(where, timeouts, db_, credentials_, tls_);
 	if (!c || !sentinels_)
 		return c;
 	if (auto master = Sentinels::is_master(*c); !master)
@@ -297,7 +297,7 @@ Node::subscribe(std::string_view channel, milliseconds timeout) noexcept
 	auto where = target(t, deadline_after(Clock::now(), t.connect + t.command));
 	if (!where)
 		return where.error();
-	return Subscriber::open(*where, t, channel, credentials_);
+	return Subscriber::open(*where, t, channel, credentials_, tls_);
 }
 
 } // namespace pglease::detail::redis

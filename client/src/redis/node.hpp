@@ -32,10 +32,11 @@ namespace pglease::detail::redis {
 class Node {
 public:
 	/// command_timeout bounds each command unless a call names its own;
-	/// every connection (the pool's and a subscriber's) AUTHs with credentials.
+	/// every connection (the pool's and a subscriber's) AUTHs with
+	/// credentials, over tls when it is set (rediss://, redlocks://).
 	Node(Endpoint endpoint, int db, Credentials credentials, const ClientOptions &options,
-	     std::chrono::milliseconds command_timeout);
-	/// The master the Sentinels name (redis+sentinel://), the same otherwise.
+	     std::chrono::milliseconds command_timeout, Tls tls = {});
+	/// The master the Sentinels name (redis+sentinel://, no TLS), the same otherwise.
 	Node(std::shared_ptr<Sentinels> sentinels, int db, Credentials credentials, const ClientOptions &options,
 	     std::chrono::milliseconds command_timeout);
 	Node(const Node &) = delete;
@@ -76,6 +77,7 @@ private:
 	Endpoint endpoint_;
 	int db_;
 	Credentials credentials_;
+	Tls tls_;
 	ClientOptions options_;
 	Timeouts timeouts_;
 

@@ -299,7 +299,7 @@ private:
 Result<std::unique_ptr<Locker>>
 connect_redlock(std::string_view url, const ClientOptions &options)
 {
-	auto target = redis::parse_url(url);
+	auto target = redis::parse_url(url, options);
 	if (!target)
 		return target.error();
 	if (!target->redlock || target->nodes.size() < 3)
@@ -307,8 +307,8 @@ connect_redlock(std::string_view url, const ClientOptions &options)
 		             "redlock:// names three or more independent nodes: redlock://h1:p1,h2:p2,h3:p3"};
 	auto nodes = std::make_shared<Nodes>();
 	for (const auto &endpoint : target->nodes)
-		nodes->push_back(
-		    std::make_shared<Node>(endpoint, target->db, target->credentials, options, milliseconds{50}));
+		nodes->push_back(std::make_shared<Node>(endpoint, target->db, target->credentials, options,
+		                                        milliseconds{50}, target->tls));
 	auto locker = std::make_unique<RedlockLocker>(std::move(nodes));
 	return handed_out(std::move(locker));
 }
