@@ -239,9 +239,8 @@ main_help()
 		name.resize(9, ' ');
 		text += "  " + name + std::string{command.summary} + "\n";
 	}
-	text +=
-	    "DSN (--dsn, else --dsn-file's first line, else $PGLEASE_DSN, else libpq's PG* environment):\n" +
-	    scheme_lines();
+	text += "DSN (--dsn, else --dsn-file's first line, else $PGLEASE_DSN, else libpq's PG* environment):\n" +
+	        scheme_lines();
 	text += exit_codes;
 	text += "more: pglease COMMAND --help, docs/cli.md\n";
 	return text;

@@ -32,40 +32,6 @@ const std::string locker_password = "Lk@pw-93f2"; // an '@': written %40 in URLs
 const std::string locker_password_url = "Lk%40pw-93f2";
 const std::string outsider_password = "0ut-pw-c4a8";
 
-// certs -- the TLS material of this binary (scripts/certs.sh), made once,
-// removed when the binary exits
-struct CertDir {
-	std::string path;
-	CertDir()
-	{
-		char tmpl[] = "/tmp/pglease-etcd-certs.XXXXXX";
-		const char *made = ::mkdtemp(tmpl);
-		if (made != nullptr && run_command(source_path("scripts/certs.sh") + " '" + made + "'").ok())
-			path = made;
-		else if (made != nullptr)
-			std::filesystem::remove_all(made);
-	}
-	~CertDir()
-	{
-		std::error_code ignored;
-		if (!path.empty())
-			std::filesystem::remove_all(path, ignored);
-	}
-};
-
-const std::string &
-certs()
-{
-	static const CertDir dir;
-	return dir.path;
-}
-
-std::string
-cert(const std::string &name)
-{
-	return certs() + "/" + name;
-}
-
 // clean -- the error shows none of the passwords (raw or URL-encoded)
 ::testing::AssertionResult
 clean(const pglease::Error &e)

@@ -46,40 +46,6 @@ using pglease::detail::redis::TlsContext;
 // the servers' password (requirepass: one redis.conf word); no message may show it
 const std::string password = "Tls-Pw-4Kd9x";
 
-// CertDir -- the TLS material of this binary (scripts/certs.sh), made once,
-// removed when the binary exits
-struct CertDir {
-	std::string path;
-	CertDir()
-	{
-		char tmpl[] = "/tmp/pglease-redis-certs.XXXXXX";
-		const char *made = ::mkdtemp(tmpl);
-		if (made != nullptr && run_command(source_path("scripts/certs.sh") + " '" + made + "'").ok())
-			path = made;
-		else if (made != nullptr)
-			std::filesystem::remove_all(made);
-	}
-	~CertDir()
-	{
-		std::error_code ignored;
-		if (!path.empty())
-			std::filesystem::remove_all(path, ignored);
-	}
-};
-
-const std::string &
-certs()
-{
-	static const CertDir dir;
-	return dir.path;
-}
-
-std::string
-cert(const std::string &name)
-{
-	return certs() + "/" + name;
-}
-
 // query -- cacert=, cert=, key= for the CA and the client pair NAME
 std::string
 query(const std::string &ca = "ca.crt", const std::string &client = "client")

@@ -262,6 +262,46 @@ run_command(const std::string &line)
 	return ran;
 }
 
+// CertDir -- the throwaway TLS material of a test binary (scripts/certs.sh:
+// a CA, server and client certificates, another CA, an expired and a
+// wrong-host certificate), made once by certs() and removed when the binary
+// exits; an empty path when certs.sh failed (the tests then fail on the
+// missing files, saying which)
+struct CertDir {
+	std::string path;
+	CertDir()
+	{
+		char tmpl[] = "/tmp/pglease-test-certs.XXXXXX";
+		const char *made = ::mkdtemp(tmpl);
+		if (made != nullptr && run_command(source_path("scripts/certs.sh") + " '" + made + "'").ok())
+			path = made;
+		else if (made != nullptr)
+			std::filesystem::remove_all(made);
+	}
+	~CertDir()
+	{
+		std::error_code ignored;
+		if (!path.empty())
+			std::filesystem::remove_all(path, ignored);
+	}
+	CertDir(const CertDir &) = delete;
+	CertDir &operator=(const CertDir &) = delete;
+};
+
+inline const std::string &
+certs()
+{
+	static const CertDir dir;
+	return dir.path;
+}
+
+// cert -- one file of certs(): "ca.crt", "client.key", ...
+inline std::string
+cert(const std::string &name)
+{
+	return certs() + "/" + name;
+}
+
 // LogMarks -- how long each *.log file of a server's directory is: what a
 // start writes comes after
 using LogMarks = std::map<std::string, std::uintmax_t>;

@@ -54,21 +54,6 @@ host_problem(std::string_view host, bool bracketed)
 	return "";
 }
 
-// port_of -- a decimal from 1 to 65535, or 0
-int
-port_of(std::string_view digits) noexcept
-{
-	if (digits.empty() || digits.size() > 5)
-		return 0;
-	long port = 0;
-	for (char c : digits) {
-		if (c < '0' || c > '9')
-			return 0;
-		port = port * 10 + (c - '0');
-	}
-	return port <= max_port ? static_cast<int>(port) : 0;
-}
-
 // parse_node -- "host:port" or "[v6]:port"
 Result<HostPort>
 parse_node(std::string_view node)
@@ -110,6 +95,20 @@ parse_node(std::string_view node)
 }
 
 } // namespace
+
+int
+port_of(std::string_view digits) noexcept
+{
+	if (digits.empty() || digits.size() > 5)
+		return 0;
+	long port = 0;
+	for (char c : digits) {
+		if (c < '0' || c > '9')
+			return 0;
+		port = port * 10 + (c - '0');
+	}
+	return port <= max_port ? static_cast<int>(port) : 0;
+}
 
 bool
 operator==(const HostPort &a, const HostPort &b) noexcept

@@ -34,6 +34,10 @@ bool operator==(const HostPort &a, const HostPort &b) noexcept;
 /// "host:port", or "[v6]:port" (as a URL writes it).
 [[nodiscard]] std::string to_string(const HostPort &node);
 
+/// A port as a URL or a server's answer writes it: a decimal from 1 to
+/// 65535, or 0 when it is none.
+[[nodiscard]] int port_of(std::string_view digits) noexcept;
+
 /// The nodes of "h1:p1[,h2:p2...]", in order; Errc::invalid_argument whose
 /// message says what is wrong, quoting the node (not the URL: the caller
 /// prefixes it with the URL as its messages may show it).

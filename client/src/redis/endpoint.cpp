@@ -106,7 +106,8 @@ after_scheme(std::string_view url, Target &target, bool &tls)
 	if (url.substr(0, tls_sentinel_scheme.size()) == tls_sentinel_scheme)
 		return bad_url(url, "the scheme rediss+sentinel:// (TLS to Sentinels and nodes) is not "
 		                    "supported; use redis+sentinel:// on a trusted network");
-	return bad_url(url, "the scheme must be redis://, rediss://, redlock://, redlocks:// or redis+sentinel://");
+	return bad_url(url,
+	               "the scheme must be redis://, rediss://, redlock://, redlocks:// or redis+sentinel://");
 }
 
 // parse_db -- the /db of a URL (empty: 0).  SELECT takes 0 .. databases-1,

@@ -13,21 +13,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// parse_port -- a reply's port string ("6379"), or 0 when it is none
-int
-parse_port(const std::string &text) noexcept
-{
-	if (text.empty() || text.size() > 5)
-		return 0;
-	int port = 0;
-	for (char c : text) {
-		if (c < '0' || c > '9')
-			return 0;
-		port = port * 10 + (c - '0');
-	}
-	return port <= 65535 ? port : 0;
-}
-
 // What asking one Sentinel came to, when it named no master.
 struct Outcome {
 	int down = 0;           // unreachable, timed out, or an answer that made no sense
@@ -63,7 +48,7 @@ Sentinels::ask(const Endpoint &sentinel, Timeouts timeouts) noexcept
 	}
 	if (reply->is_array() && reply->elements.size() == 2 && reply->elements[0].is_string() &&
 	    reply->elements[1].is_string() && !reply->elements[0].text.empty()) {
-		if (int port = parse_port(reply->elements[1].text); port > 0)
+		if (int port = pglease::detail::port_of(reply->elements[1].text); port > 0)
 			return Endpoint{reply->elements[0].text, port};
 	}
 	return Error{Errc::unavailable, "", "sentinel " + to_string(sentinel) + ": no address in its answer"};
