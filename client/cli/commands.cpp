@@ -17,6 +17,15 @@ const Flag dsn_flag{"dsn", "DSN", Need::optional, ""}; // its help depends on th
 const Flag dsn_file_flag{"dsn-file", "PATH", Need::optional,
                          "the DSN is this file's first line (so no password shows in ps)"};
 const Flag help_flag{"help", "", Need::optional, "print this text (also -h)"};
+// TLS material as files, for the providers that speak TLS through pglease
+// (rediss://, redlocks://, etcds://): ClientOptions::tls_*, the URL's
+// cacert=, cert=, key= winning; PostgreSQL's are libpq's (sslrootcert=, ...)
+const std::vector<Flag> tls_flags{
+    {"cacert", "FILE", Need::optional,
+     "TLS: a CA file to verify the server with (the URL's cacert= wins; default: the system's)"},
+    {"cert", "FILE", Need::optional, "TLS: a client certificate file (the URL's cert= wins)"},
+    {"key", "FILE", Need::optional, "TLS: the client certificate's key file (the URL's key= wins)"},
+};
 
 // where the DSN comes from (main.cpp and dsn.cpp do it): in every command's
 // --help, and in short in main_help
@@ -119,6 +128,8 @@ flags_of(const Command &command)
 		flags.push_back(dsn_flag);
 		flags.push_back(dsn_file_flag);
 	}
+	if (command.dsn == DsnUse::any || command.dsn == DsnUse::tokens)
+		flags.insert(flags.end(), tls_flags.begin(), tls_flags.end());
 	flags.push_back(help_flag);
 	return flags;
 }
@@ -132,6 +143,10 @@ find_flag(const Command &command, std::string_view name)
 		return command.dsn == DsnUse::none ? nullptr : &dsn_file_flag;
 	if (name == help_flag.name)
 		return &help_flag;
+	if (command.dsn == DsnUse::any || command.dsn == DsnUse::tokens)
+		for (const Flag &flag : tls_flags)
+			if (flag.name == name)
+				return &flag;
 	auto it = std::find_if(command.flags.begin(), command.flags.end(),
 	                       [&](const Flag &flag) { return flag.name == name; });
 	return it == command.flags.end() ? nullptr : &*it;

@@ -116,11 +116,14 @@ fail(const pglease::Error &error)
 	return exit_code_for(error);
 }
 
+// the command's --cacert, --cert and --key (ClientOptions::tls_*)
+pglease::ClientOptions g_options;
+
 // locker_for -- the Locker of a DSN: any URL pglease::connect takes
 std::unique_ptr<pglease::Locker>
 locker_for(const std::string &dsn, int &exit_code)
 {
-	auto locker = pglease::connect(dsn);
+	auto locker = pglease::connect(dsn, g_options);
 	if (!locker) {
 		exit_code = fail(locker.error());
 		return nullptr;
@@ -436,6 +439,32 @@ dsn_refusal(const pglease::cli::Command &command, const std::string &dsn)
 	            : "not a " + dsn.substr(0, colon) + (url ? "://" : ":") + " URL");
 }
 
+// take_tls_flags -- --cacert, --cert, --key into g_options; a refusal for a
+// DSN whose TLS is not pglease's to set (PostgreSQL: libpq's sslrootcert=,
+// sslcert=, sslkey=; memory: no server)
+std::string
+take_tls_flags(const Args &args, const std::string &dsn)
+{
+	const std::pair<const char *, std::string *> flags[] = {{"cacert", &g_options.tls_ca_file},
+	                                                        {"cert", &g_options.tls_cert_file},
+	                                                        {"key", &g_options.tls_key_file}};
+	bool given = false;
+	for (const auto &[name, field] : flags)
+		if (auto it = args.values.find(name); it != args.values.end()) {
+			if (it->second.empty())
+				return std::string{"--"} + name + " needs a file";
+			*field = it->second;
+			given = true;
+		}
+	if (given && pglease::cli::is_postgres_dsn(dsn))
+		return "--cacert, --cert and --key are for rediss://, redlocks:// and etcds://; for PostgreSQL put "
+		       "sslrootcert=, sslcert= and sslkey= (with sslmode=verify-full) in the DSN";
+	if (given && dsn.rfind("memory:", 0) == 0)
+		return "--cacert, --cert and --key are for rediss://, redlocks:// and etcds://; memory: has no "
+		       "server";
+	return {};
+}
+
 // run_command -- parse the options of one command (argv[first] on) and run
 // it; its --dsn and --dsn-file replace the global ones
 int
@@ -455,6 +484,8 @@ run_command(const pglease::cli::Command &command, pglease::cli::DsnSources sourc
 		return usage_error(error, command.name);
 	const std::string dsn = g_dsn = *resolved;
 	if (std::string refusal = dsn_refusal(command, dsn); !refusal.empty())
+		return usage_error(refusal, command.name);
+	if (std::string refusal = take_tls_flags(*args, dsn); !refusal.empty())
 		return usage_error(refusal, command.name);
 	if (command.name == "run")
 		return cmd_run(dsn, *args);

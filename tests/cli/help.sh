@@ -28,7 +28,7 @@ awk '
 		use = substr($0, RSTART, RLENGTH); sub(/.*DsnUse::/, "", use); sub(/,$/, "", use)
 		print "command", cmd, use; next
 	}
-	match($0, /^[ \t]*\{"[a-z]+", "[^"]*", Need::/) {
+	cmd != "" && match($0, /^[ \t]*\{"[a-z]+", "[^"]*", Need::/) {
 		split(substr($0, RSTART, RLENGTH), f, "\""); print "flag", cmd, f[2], f[4]
 	}' "$TABLE" >"$WORK/table"
 mapfile -t COMMANDS < <(awk '$1 == "command" { print $2 }' "$WORK/table")
@@ -58,6 +58,9 @@ for cmd in "${COMMANDS[@]}"; do
 		awk -v c="$cmd" '$1 == "flag" && $2 == c { print $3, $4 }' "$WORK/table"
 		awk -v c="$cmd" '$1 == "command" && $2 == c && $3 != "none" { print "dsn DSN"; print "dsn-file PATH" }' \
 			"$WORK/table"
+		# the TLS files, for the commands that take other providers' DSNs
+		awk -v c="$cmd" '$1 == "command" && $2 == c && ($3 == "any" || $3 == "tokens") {
+			print "cacert FILE"; print "cert FILE"; print "key FILE" }' "$WORK/table"
 		echo help
 	} >"$WORK/flags.$cmd"
 	missing=""

@@ -134,6 +134,24 @@ for case in "77 certificate rediss://:s3cr3tPW@$TLS_NODE?cacert=$WORK/certs/othe
 		'[ "$rc" -eq "$want" ] && grep -qF "$says" <<<"$msg" && ! grep -qE "s3cr3|cr3tPW" <<<"$msg"'
 done
 
+# the same TLS files as options (--cacert, --cert, --key: ClientOptions::tls_*)
+# instead of the URL's query
+TLS_BARE="rediss://:s3cr3tPW@$TLS_NODE"
+tls_files=(--cacert "$WORK/certs/ca.crt" --cert "$WORK/certs/client.crt" --key "$WORK/certs/client.key")
+token="$("$PGLEASE" acquire --dsn "$TLS_BARE" "${tls_files[@]}" --resource cli/tls-flags --ttl 10s --holder h)"
+expect "rediss_with_tls_options_acquires" "printed '$token'" '[ "$token" -gt 0 ]'
+rc=0; "$PGLEASE" release --dsn "$TLS_BARE" "${tls_files[@]}" --resource cli/tls-flags --token "$token" \
+	--holder h || rc=$?
+expect "rediss_with_tls_options_releases" "exit $rc" '[ "$rc" -eq 0 ]'
+rc=0; msg="$("$PGLEASE" run --dsn "$TLS_BARE" --cacert "$WORK/certs/other-ca.crt" --cert "$WORK/certs/client.crt" \
+	--key "$WORK/certs/client.key" --resource cli/tls-flags --ttl 5s -- true 2>&1)" || rc=$?
+expect "rediss_tls_option_with_another_ca_is_refused" "exit $rc: $msg" '[ "$rc" -eq 77 ]'
+# PostgreSQL's TLS files are libpq's: the options are refused, before any I/O
+rc=0; msg="$("$PGLEASE" acquire --dsn "postgresql://u:s3cr3tPW@127.0.0.1:1/db" --cacert "$WORK/certs/ca.crt" \
+	--resource cli/x --ttl 5s 2>&1)" || rc=$?
+expect "tls_options_with_postgres_refused" "exit $rc: $msg" \
+	'[ "$rc" -eq 64 ] && grep -q sslrootcert <<<"$msg" && ! grep -qE "s3cr3|cr3tPW" <<<"$msg"'
+
 # an unknown scheme is a usage error naming it
 rc=0; msg="$("$PGLEASE" run --dsn foo://x --resource cli/x --ttl 5s -- true 2>&1)" || rc=$?
 expect "unknown_scheme_exits_64" "exit $rc: $msg" '[ "$rc" -eq 64 ] && grep -q foo <<<"$msg"'
