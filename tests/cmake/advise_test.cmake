@@ -16,7 +16,7 @@ if(PGLEASE_WITH_REDIS)
 	# as pglease-redis.pc links it: the anchor keeps the registration of
 	# redis:// and redlock:// in a static link
 	list(PREPEND ADVISE_EMIT_LIBS -Wl,--undefined=${PGLEASE_REDIS_ANCHOR} $<TARGET_FILE:pglease_redis>)
-	list(APPEND ADVISE_EMIT_LIBS ${HIREDIS_LDFLAGS})
+	list(APPEND ADVISE_EMIT_LIBS ${HIREDIS_LDFLAGS} ${OPENSSL_LDFLAGS})
 endif()
 if(PGLEASE_WITH_ETCD)
 	list(PREPEND ADVISE_EMIT_LIBS -Wl,--undefined=${PGLEASE_ETCD_ANCHOR} $<TARGET_FILE:pglease_etcd>)
