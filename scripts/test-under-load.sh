@@ -2,10 +2,9 @@
 # test-under-load.sh [N] [ctest args...] -- make test on a busy machine: while
 # it runs, N client TCP connections are held open (default 5000:
 # tests/lib/hold_connections.sh, so N local ports of the kernel's ephemeral
-# range are taken), listeners sit on every fixed port the suites used before
-# they drew free ones (54329, 56379-56393, 56400-56413, 56500-56541,
-# 57000-57040: a regression to a fixed port fails with "address already in
-# use"), and another redis-server, not the tests', runs on a Unix socket.
+# range are taken), 100 other listening servers sit on ports the kernel picks
+# free, and another redis-server, not the tests', runs on a Unix socket in
+# this script's private directory.
 # Then scripts/test.sh with the remaining arguments; its exit status is this
 # script's.  What a user's machine with other servers looks like to the suite
 # (docs/tests.md).
@@ -25,16 +24,17 @@ work_dir pglease-load
 hold=$!
 on_exit "kill $hold 2>/dev/null || true"
 
-# listeners on the suites' old fixed ports, one perl process for all
+# other servers' listening sockets, one perl process for all: each on a port
+# the kernel picks free (port 0)
 perl -MIO::Socket::INET -e '
-	my @ports = (54329, 56379 .. 56393, 56400 .. 56413, 56500 .. 56541, 57000 .. 57040);
 	my @held;
-	for my $p (@ports) {
-		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $p, Listen => 16, ReuseAddr => 1);
-		push @held, $s if $s;
+	for (1 .. 100) {
+		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0, Listen => 16)
+			or die "test-under-load: listen: $!\n";
+		push @held, $s;
 	}
 	$| = 1;
-	print scalar(@held), " of ", scalar(@ports), " old fixed ports held\n";
+	print scalar(@held), " other listeners held\n";
 	sleep 86400;
 ' >"$WORK/ports.out" 2>&1 &
 listeners=$!
@@ -51,6 +51,7 @@ for _ in $(seq 600); do
 	sleep 0.1
 done
 grep -q '^holding' "$WORK/hold.out" || die "the load generator did not open $n connections in 60 s"
+grep -q 'held' "$WORK/ports.out" || die "the other listeners did not start: $(cat "$WORK/ports.out")"
 echo "test-under-load: $(cat "$WORK/hold.out"); $(cat "$WORK/ports.out"); another redis-server on $WORK/other.sock"
 status=0
 "$ROOT/scripts/test.sh" "$@" || status=$?
