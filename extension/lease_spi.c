@@ -69,8 +69,8 @@
 
 /*
  * An UPDATE that makes the row a new grant: $1 resource, $2 ttl, $3 owner,
- * $4 holder, $5 backend_pid, $6 backend_start (the order lease_acquire.c's
- * acquire_grant_params fills); the caller appends its WHERE.
+ * $4 holder, $5 backend_pid, $6 backend_start, $7 value (the order
+ * lease_acquire.c's acquire_grant_params fills); the caller appends its WHERE.
  */
 #define LEASE_NEW_GRANT \
 	"UPDATE lease.grants SET token = " LEASE_NEXT_TOKEN "," \
@@ -78,7 +78,7 @@
 	"       granted_at = pg_catalog.clock_timestamp()," \
 	"       renewed_at = pg_catalog.clock_timestamp()," \
 	"       owner = $3, released = false, backend_pid = $5, backend_start = $6," \
-	"       holder = $4"
+	"       holder = $4, value = $7"
 
 typedef struct LeaseQueryDef
 {
@@ -103,7 +103,7 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
 		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
 		" RETURNING token",
-		6, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
 	},
 	[Q_READ_ROW] = {
 		"SELECT token, holder, owner, expires_at, released,"
@@ -115,14 +115,14 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	},
 	[Q_INSERT] = {
 		"INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at,"
-		"                          owner, released, backend_pid, backend_start, holder)"
+		"                          owner, released, backend_pid, backend_start, holder, value)"
 		" VALUES ($1, " LEASE_NEXT_TOKEN ","
 		"         pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2,"
 		"         pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
-		"         $3, false, $5, $6, $4)"
+		"         $3, false, $5, $6, $4, $7)"
 		" ON CONFLICT (resource) DO NOTHING"
 		" RETURNING token",
-		6, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
 	},
 	/*
 	 * Take over exactly the grant seen, if it is over: expired, or its
@@ -131,25 +131,28 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	 */
 	[Q_TAKE_OVER] = {
 		LEASE_NEW_GRANT
-		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $7"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $8"
 		"   AND NOT (" LEASE_CURRENT ")"
 		" RETURNING token",
-		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID}
+		8, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT8OID}
 	},
 	/*
 	 * The same holder asking again states the grant's terms again: the new
 	 * expiry, and the session binding of this request ($4, $5: NULL unless
-	 * session_bound), so a retry from a new connection binds it there.
+	 * session_bound), so a retry from a new connection binds it there; a
+	 * campaign ($6 true) states its value ($7) again too, a plain acquire
+	 * keeps the value.
 	 */
 	[Q_EXTEND_SAME_HOLDER] = {
 		"UPDATE lease.grants"
 		"   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
 		"       renewed_at = pg_catalog.clock_timestamp(),"
-		"       backend_pid = $4, backend_start = $5"
+		"       backend_pid = $4, backend_start = $5,"
+		"       value = CASE WHEN $6 THEN $7 ELSE value END"
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
 		"   AND " LEASE_CURRENT
 		" RETURNING token",
-		5, {TEXTOID, INT8OID, INTERVALOID, INT4OID, TIMESTAMPTZOID}
+		7, {TEXTOID, INT8OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TEXTOID}
 	},
 	[Q_RENEW] = {
 		"UPDATE lease.grants"
@@ -160,6 +163,21 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		"   AND (owner OPERATOR(pg_catalog.=) $4 OR $5)"
 		" RETURNING token",
 		5, {TEXTOID, INT8OID, INTERVALOID, OIDOID, BOOLOID}
+	},
+	/* A proclamation: the value of exactly the current grant (resource, token). */
+	[Q_PROCLAIM] = {
+		"UPDATE lease.grants SET value = $3"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		"   AND (owner OPERATOR(pg_catalog.=) $4 OR $5)"
+		" RETURNING token",
+		5, {TEXTOID, INT8OID, TEXTOID, OIDOID, BOOLOID}
+	},
+	/* An election's leader: its current grant, if any (what lease.leases shows). */
+	[Q_LEADER] = {
+		"SELECT value, token, granted_at, expires_at FROM lease.grants"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND " LEASE_CURRENT,
+		1, {TEXTOID}
 	},
 	[Q_OWNER_OF] = {
 		"SELECT owner FROM lease.grants"
