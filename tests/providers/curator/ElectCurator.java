@@ -2,7 +2,7 @@
 // participant of Apache Curator's LeaderSelector recipe (Debian's
 // libcurator-recipes-java 5.4), printing what it sees.
 //
-//   java ElectCurator CONNECT PATH ID STOPFILE
+//   java ElectCurator CONNECT PATH ID STOPFILE [SESSION_MS]
 //
 // Joins the election at PATH with participant id ID and prints, one line
 // each, flushed:
@@ -13,6 +13,8 @@
 //   "curator-closed"                          after STOPFILE appeared:
 //                                             leadership given up (the lock
 //                                             node deleted), client closed
+// SESSION_MS: the session timeout (default 10000), for a test that kills
+// this process and waits for the server to expire its session.
 import java.nio.file.Files;
 import java.nio.file.Paths;
 
@@ -28,12 +30,13 @@ public class ElectCurator {
 	}
 
 	public static void main(String[] args) throws Exception {
-		if (args.length != 4) {
-			System.err.println("usage: ElectCurator CONNECT PATH ID STOPFILE");
+		if (args.length != 4 && args.length != 5) {
+			System.err.println("usage: ElectCurator CONNECT PATH ID STOPFILE [SESSION_MS]");
 			System.exit(64);
 		}
 		final String connect = args[0], path = args[1], id = args[2], stopfile = args[3];
-		CuratorFramework client = CuratorFrameworkFactory.newClient(connect, 10000, 5000,
+		final int session = args.length == 5 ? Integer.parseInt(args[4]) : 10000;
+		CuratorFramework client = CuratorFrameworkFactory.newClient(connect, session, 5000,
 				new ExponentialBackoffRetry(100, 3));
 		client.start();
 		LeaderSelector selector = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {

@@ -3,10 +3,11 @@
 //
 //   elect_pglease URL NAME leader
 //       one leader() read: "leader term=T value=V" or "none"
-//   elect_pglease URL NAME campaign VALUE TTL_MS STOPFILE
-//       campaign (waiting up to 60 s): "elected term=T" once leader, then
-//       hold (auto-renewed) until STOPFILE exists: resign and "resigned";
-//       "lost" if the leadership ends first
+//   elect_pglease URL NAME campaign VALUE TTL_MS STOPFILE [NEW_VALUE]
+//       campaign (waiting up to 60 s): "elected term=T" once leader; with
+//       NEW_VALUE, proclaim it after 1 s ("proclaimed NEW_VALUE"); then hold
+//       (auto-renewed) until STOPFILE exists: resign and "resigned"; "lost"
+//       if the leadership ends first
 //   elect_pglease URL NAME observe MS
 //       an ElectionObserver for MS ms: one line per change,
 //       "view term=T value=V" or "view none"
@@ -44,7 +45,7 @@ print(const pglease::LeaderView &view, const char *what)
 
 int
 campaign(pglease::Locker &locker, const std::string &name, const std::string &value, long ttl_ms,
-         const std::string &stopfile)
+         const std::string &stopfile, const char *new_value)
 {
 	pglease::LeaseOptions options;
 	options.ttl = std::chrono::milliseconds{ttl_ms};
@@ -55,6 +56,12 @@ campaign(pglease::Locker &locker, const std::string &name, const std::string &va
 	std::atomic<bool> lost{false};
 	won->on_lost([&](const pglease::Error &) { lost = true; });
 	std::cout << "elected term=" << won->term() << std::endl;
+	if (new_value) {
+		std::this_thread::sleep_for(1s);
+		if (auto done = won->proclaim(new_value); !done)
+			return failed(done.error());
+		std::cout << "proclaimed " << won->value() << std::endl;
+	}
 	while (!std::filesystem::exists(stopfile)) {
 		if (lost) {
 			std::cout << "lost" << std::endl;
@@ -74,7 +81,8 @@ int
 main(int argc, char **argv)
 {
 	if (argc < 4) {
-		std::cerr << "usage: elect_pglease URL NAME leader | campaign VALUE TTL_MS STOPFILE | observe MS\n";
+		std::cerr << "usage: elect_pglease URL NAME leader | campaign VALUE TTL_MS STOPFILE [NEW_VALUE] | "
+		             "observe MS\n";
 		return 64;
 	}
 	const std::string url = argv[1], name = argv[2], cmd = argv[3];
@@ -88,8 +96,8 @@ main(int argc, char **argv)
 		print(*view, "leader");
 		return 0;
 	}
-	if (cmd == "campaign" && argc == 7)
-		return campaign(**locker, name, argv[4], std::stol(argv[5]), argv[6]);
+	if (cmd == "campaign" && (argc == 7 || argc == 8))
+		return campaign(**locker, name, argv[4], std::stol(argv[5]), argv[6], argc == 8 ? argv[7] : nullptr);
 	if (cmd == "observe" && argc == 5) {
 		auto observer = pglease::ElectionObserver::start(
 		    **locker, name, [](const pglease::LeaderView &view) { print(view, "view"); },
