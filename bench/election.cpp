@@ -212,7 +212,7 @@ main(int argc, char **argv)
 			failed++;
 			continue;
 		}
-		std::string base = "bench/election/" + name + "/" + std::to_string(getpid());
+		std::string base = "bench-election:" + name + "/" + std::to_string(getpid());
 		auto h = handover(**l1, base + "/handover", rounds);
 		auto k = killed(**l1, url, base + "/killed", worker, std::max(3, rounds / 4));
 		auto o = informed(**l1, **l2, base + "/observe", 4 * rounds);
