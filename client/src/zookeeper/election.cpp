@@ -131,15 +131,16 @@ publish(Session &s, const std::string &node, std::int64_t token, int &version, s
 }
 
 Result<std::shared_ptr<Session>>
-ReadSession::get() noexcept
+ReadSession::get(Clock::time_point until) noexcept
 {
 	try {
 		std::lock_guard<std::mutex> lk(mu_);
 		if (session_ && !session_->closed() && !session_->expired())
 			return session_;
 		session_.reset(); // its other users keep it until their call ends
-		auto opened = Session::open(target_.hosts, read_session_ttl,
-		                            deadline_after(Clock::now(), connect_timeout_), target_.auth);
+		auto opened =
+		    Session::open(target_.hosts, read_session_ttl,
+		                  std::min(until, deadline_after(Clock::now(), connect_timeout_)), target_.auth);
 		if (!opened)
 			return opened.error();
 		session_ = std::shared_ptr<Session>(

@@ -62,8 +62,9 @@ public:
 	    : target_(std::move(target)), connect_timeout_(connect_timeout)
 	{
 	}
-	/// A connected (or reconnecting) session, or why none could be opened.
-	Result<std::shared_ptr<Session>> get() noexcept;
+	/// A connected (or reconnecting) session, or why none could be opened
+	/// (a new one: connected by until, and within connect_timeout).
+	Result<std::shared_ptr<Session>> get(Clock::time_point until) noexcept;
 
 private:
 	const Target target_;

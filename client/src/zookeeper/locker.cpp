@@ -379,7 +379,7 @@ protected:
 
 	Result<LeaderView> read_leader(std::string_view election) override
 	{
-		auto s = reader_.get();
+		auto s = reader_.get(deadline_after(Clock::now(), options_.connect_timeout));
 		if (!s)
 			return s.error();
 		const auto grace = options_.statement_grace;
@@ -392,7 +392,9 @@ protected:
 	Result<LeaderView> next_leader(std::string_view election, const LeaderView &seen,
 	                               Clock::time_point deadline) override
 	{
-		auto s = reader_.get();
+		// a new read session: connected by the deadline, or at least within a
+		// statement_grace (a wait of 0 still reads once)
+		auto s = reader_.get(std::max(deadline, deadline_after(Clock::now(), options_.statement_grace)));
 		if (!s)
 			return s.error();
 		return zookeeper::next_view(**s, zookeeper::election_folder(target_, election), seen, deadline,
