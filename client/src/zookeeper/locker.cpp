@@ -388,26 +388,25 @@ protected:
 	}
 
 	// next_leader -- the watches of zookeeper::next_view; a bounded re-read
-	// every second as the safety net
+	// every second as the safety net.  A read session that expired (the
+	// servers were away longer than its timeout) took its watches with it:
+	// a new one reads and watches again, within the same deadline.
 	Result<LeaderView> next_leader(std::string_view election, const LeaderView &seen,
 	                               Clock::time_point deadline) override
 	{
-		// a new read session: connected by the deadline, or at least within a
-		// statement_grace (a wait of 0 still reads once)
-		auto s = reader_.get(std::max(deadline, deadline_after(Clock::now(), options_.statement_grace)));
-		if (!s)
-			return s.error();
-		return zookeeper::next_view(**s, zookeeper::election_folder(target_, election), seen, deadline,
-		                            options_.statement_grace, std::chrono::seconds{1});
+		const std::string folder = zookeeper::election_folder(target_, election);
+		for (;;) {
+			// a new read session: connected by the deadline, or at least
+			// within a statement_grace (a wait of 0 still reads once)
+			auto s = reader_.get(std::max(deadline, deadline_after(Clock::now(), options_.statement_grace)));
+			if (!s)
+				return s.error();
+			auto view = zookeeper::next_view(**s, folder, seen, deadline, options_.statement_grace,
+			                                 std::chrono::seconds{1});
+			if (view || !(*s)->expired() || Clock::now() >= deadline)
+				return view;
+		}
 	}
-
-	// max_ttl -- what the C client can carry: it computes two thirds of the
-	// session timeout in an int of milliseconds (zookeeper_interest), which
-	// overflows above INT_MAX / 2 ms (12.4 days: the session then never
-	// connects); 12 days is the round bound below.  The servers' own maximum
-	// (maxSessionTimeout) is usually far lower: take() refuses a TTL above
-	// it, naming it, once a session was negotiated.
-	milliseconds max_ttl() const noexcept override { return std::chrono::hours{12 * 24}; }
 
 private:
 	struct LockNode {
