@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # zk_curator.sh ELECT_PGLEASE -- ZooKeeper elections beside Apache Curator's
 # LeaderSelector (Debian's libcurator-recipes-java 5.4), on one election
-# path, both ways (docs/election.md "## ZooKeeper"): a Curator participant
+# path, both ways (docs/election.md "ZooKeeper"): a Curator participant
 # (tests/providers/curator/ElectCurator.java, compiled here with javac
 # against the Debian jars) and pglease candidates and followers
 # (tests/providers/curator/elect_pglease.cpp) see and respect each other.

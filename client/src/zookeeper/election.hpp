@@ -6,7 +6,7 @@
 // exactly the layout of Curator's LeaderSelector (an InterProcessMutex whose
 // _c_<guid>-lock-<seq> nodes carry the participant id), so a LeaderSelector
 // on the same path and pglease candidates queue in one line and see each
-// other's values (docs/election.md "## ZooKeeper").  Leader = the lowest
+// other's values (docs/election.md "ZooKeeper").  Leader = the lowest
 // sequence; term = its node's czxid; since = its ctime; value = its data.
 #pragma once
 

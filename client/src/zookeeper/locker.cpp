@@ -408,6 +408,14 @@ protected:
 		}
 	}
 
+	// max_ttl -- what the C client can carry: it computes two thirds of the
+	// session timeout in an int of milliseconds (zookeeper_interest), which
+	// overflows above INT_MAX / 2 ms (12.4 days: the session then never
+	// connects); 12 days is the round bound below.  The servers' own maximum
+	// (maxSessionTimeout) is usually far lower: take() refuses a TTL above
+	// it, naming it, once a session was negotiated.
+	milliseconds max_ttl() const noexcept override { return std::chrono::hours{12 * 24}; }
+
 private:
 	struct LockNode {
 		std::string name;
