@@ -16,6 +16,12 @@
 //   reconnect by the GUID in its name, never created twice;
 // - a waiter whose wait ends, or whose acquire fails, deletes its node.
 //
+// Elections (zookeeper/election.hpp): the same lock nodes, in the folder
+// <root>/.election/<election> (target.hpp), each node's data the candidate's
+// value rather than its holder label: Curator's LeaderSelector layout.  The
+// grant's proclaim is a versioned setData on its own node; leader() and
+// observe() read through one extra session per locker (ReadSession).
+//
 // Credentials (zookeeper://user:password@...): every session authenticates
 // with the digest scheme (session.hpp), and every node it creates -- the
 // root, its ancestors, the resource's folder, the lock nodes -- gets
