@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# zk_curator.sh ELECT_PGLEASE -- ZooKeeper elections beside Apache Curator's
-# LeaderSelector (Debian's libcurator-recipes-java 5.4), on one election
-# path, both ways (docs/election.md "ZooKeeper"): a Curator participant
+# zk_curator.sh ELECT_PGLEASE PGLEASE_CLI -- ZooKeeper elections beside
+# Apache Curator's LeaderSelector (Debian's libcurator-recipes-java 5.4), on
+# one election path, both ways (docs/election.md "ZooKeeper"): a Curator participant
 # (tests/providers/curator/ElectCurator.java, compiled here with javac
 # against the Debian jars) and pglease candidates and followers
 # (tests/providers/curator/elect_pglease.cpp) see and respect each other.
@@ -13,16 +13,21 @@
 #      resigns -> Curator leads, and leader() names it with a higher term.
 #   3. a Curator leader killed (SIGKILL, 2 s session): the pglease candidate
 #      is elected once the server expires the session.
+#   4. locks: Curator's InterProcessMutex (LockCurator.java) on
+#      /pglease/<resource> and `pglease run --resource <resource>` exclude
+#      each other, both ways (docs/providers.md, ZooKeeper).
 # Its own standalone ZooKeeper server (scripts/zookeeper.sh) on a free port.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
-ELECT="${1:?usage: zk_curator.sh PATH/elect_pglease}"
+ELECT="${1:?usage: zk_curator.sh PATH/elect_pglease PATH/pglease}"
+PGLEASE="${2:?usage: zk_curator.sh PATH/elect_pglease PATH/pglease}"
 ZK="$ROOT/scripts/zookeeper.sh"
 JARS=/usr/share/java
 failures=0
 
 [ -x "$ELECT" ] || die "no $ELECT (cmake --build build/client --target elect_pglease)"
+[ -x "$PGLEASE" ] || die "no $PGLEASE (cmake --build build/client --target pglease_cli)"
 command -v javac >/dev/null 2>&1 ||
 	die "javac not found: apt-get install default-jdk-headless (scripts/install-deps.sh)"
 [ -f "$JARS/curator-recipes.jar" ] ||
@@ -35,7 +40,8 @@ on_exit 'for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done
 # The Debian jars name their dependencies in their manifests' Class-Path
 # (curator-framework, curator-client, zookeeper, zookeeper-jute, guava,
 # slf4j-api, ...); slf4j-nop keeps the Curator log quiet.
-javac -cp "$JARS/curator-recipes.jar" -d "$WORK/classes" "$ROOT/tests/providers/curator/ElectCurator.java"
+javac -cp "$JARS/curator-recipes.jar" -d "$WORK/classes" "$ROOT/tests/providers/curator/ElectCurator.java" \
+	"$ROOT/tests/providers/curator/LockCurator.java"
 CP="$WORK/classes:$JARS/curator-recipes.jar:$JARS/slf4j-nop.jar"
 
 addr="$("$ZK" start "$WORK/zk")"
@@ -123,4 +129,33 @@ expect "pglease_elected_after_killed_curator_session_expires" "after $took ms: $
 	'grep -q "^elected " "$WORK/p3.out" && [ "$took" -lt 6000 ]'
 touch "$WORK/stop-p3"
 wait_line "$WORK/p3.out" '^resigned$' 5 || true
+
+# ---- 4. locks: InterProcessMutex and `pglease run` on one resource --------------
+java -cp "$CP" LockCurator "$addr" /pglease/shared-lock 10000 "$WORK/stop-k1" >"$WORK/k1.out" 2>&1 &
+wait_line "$WORK/k1.out" '^curator-locked$' 30 || true
+rc=0
+"$PGLEASE" run --dsn "$URL" --resource shared-lock --ttl 5s --wait 500ms -- true 2>/dev/null || rc=$?
+expect "pglease_run_held_by_curator_mutex_exits_75" "exit $rc; $(cat "$WORK/k1.out")" \
+	'grep -qx curator-locked "$WORK/k1.out" && [ "$rc" -eq 75 ]'
+"$PGLEASE" run --dsn "$URL" --resource shared-lock --ttl 5s --wait 20s -- sh -c 'echo "ran $PGLEASE_TOKEN"' \
+	>"$WORK/r1.out" 2>&1 &
+sleep 1
+expect "pglease_run_waits_behind_curator_mutex" "$(cat "$WORK/r1.out")" '! grep -q ran "$WORK/r1.out"'
+touch "$WORK/stop-k1"
+wait_line "$WORK/r1.out" '^ran [0-9]+$' 10 || true
+wait_line "$WORK/k1.out" '^curator-released$' 10 || true
+expect "pglease_run_after_curator_releases" "$(cat "$WORK/r1.out" "$WORK/k1.out")" \
+	'grep -qE "^ran [0-9]+$" "$WORK/r1.out" && grep -qx curator-released "$WORK/k1.out"'
+"$PGLEASE" run --dsn "$URL" --resource shared-lock --ttl 5s -- sh -c 'echo running; sleep 4' >"$WORK/r2.out" 2>&1 &
+wait_line "$WORK/r2.out" '^running$' 10 || true
+java -cp "$CP" LockCurator "$addr" /pglease/shared-lock 500 "$WORK/stop-k2" >"$WORK/k2.out" 2>&1 || true
+expect "curator_mutex_times_out_behind_pglease_run" "$(cat "$WORK/r2.out" "$WORK/k2.out")" \
+	'grep -qx running "$WORK/r2.out" && grep -qx curator-timeout "$WORK/k2.out"'
+java -cp "$CP" LockCurator "$addr" /pglease/shared-lock 20000 "$WORK/stop-k3" >"$WORK/k3.out" 2>&1 &
+sleep 1
+expect "curator_mutex_waits_behind_pglease_run" "$(cat "$WORK/k3.out")" '! grep -q curator-locked "$WORK/k3.out"'
+wait_line "$WORK/k3.out" '^curator-locked$' 15 || true
+expect "curator_mutex_after_pglease_run_ends" "$(cat "$WORK/k3.out")" 'grep -qx curator-locked "$WORK/k3.out"'
+touch "$WORK/stop-k3"
+wait_line "$WORK/k3.out" '^curator-released$' 10 || true
 finish
