@@ -67,10 +67,17 @@ Result<void>
 LeaseEngine::proclaim(LeaseState &st, std::string_view value) noexcept
 {
 	try {
+		bool expired = false;
 		{
 			std::lock_guard<std::mutex> lk(st.mu);
-			if (st.lost || st.released || Clock::now() >= st.deadline)
+			if (st.lost || st.released)
 				return Error{Errc::lost, "", "leadership of \"" + st.resource + "\" is over"};
+			expired = Clock::now() >= st.deadline;
+		}
+		if (expired) { // past the local deadline: over, whatever the server says now
+			Error e{Errc::lost, "", "leadership of \"" + st.resource + "\" passed its local deadline"};
+			mark_lost(st, e);
+			return e;
 		}
 		Result<bool> done = Error{Errc::internal, "", "no grant"};
 		{
