@@ -42,17 +42,19 @@ constexpr milliseconds recheck{1000};
 // KEYS: lock, value.  ARGV: grant "<term>:<holder>", "<term>:", value, channel.
 // 1: set and published; 0: the lock no longer holds that grant.  The value
 // key takes the lock's remaining PTTL, so the two still end together.
+// TIME and PUBLISH before the write: Redis checks them against the ACL only
+// when called, and a script is not rolled back.
 const Script proclaim_script{std::string{R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local ttl = redis.call('PTTL', KEYS[1])
 )lua"} + term_value_lua() + R"lua(
 local new = term_value(KEYS[2], ARGV[2], ARGV[3])
+redis.call('PUBLISH', ARGV[4], 'proclaimed')
 if ttl > 0 then
 	redis.call('SET', KEYS[2], new, 'PX', ttl)
 else
 	redis.call('SET', KEYS[2], new)
 end
-redis.call('PUBLISH', ARGV[4], 'proclaimed')
 return 1
 )lua"};
 

@@ -95,8 +95,12 @@ using redis::Script;
 // most 2^53-1), else PGLEASE_COUNTER: a damaged or hostile counter (abc,
 // 5.5, -3, 9007199254740993) must never hand out a token that repeats or
 // goes down.  INCR then cannot fail, and its result is exact.
-// acquire_lua defines acquire(): the script's answer, for acquire_script
-// as it is and for campaign_script before it stores the value.
+// acquire_lua defines acquire(prepare): the script's answer, for
+// acquire_script as it is and for campaign_script before it stores the
+// value.  prepare (nil for a lock) runs with the token about to be granted
+// before the first write: Redis checks a script's commands and channels
+// against the user's ACL only when it calls them, and a script is not
+// rolled back, so whatever may be refused runs before anything is written.
 const std::string acquire_lua = R"lua(
 local limit = 9007199254740991
 local function token_of(s)
@@ -106,7 +110,7 @@ local function token_of(s)
 	if n > limit then return nil end
 	return n
 end
-local function acquire()
+local function acquire(prepare)
 	local current = redis.call('GET', KEYS[1])
 	if current then
 		local sep = string.find(current, ':', 1, true)
@@ -115,6 +119,7 @@ local function acquire()
 			if not token or token < 1 then
 				return redis.error_reply('PGLEASE_LOCK holds no token')
 			end
+			if prepare then prepare(token) end
 			redis.call('PEXPIRE', KEYS[1], ARGV[2])
 			return token
 		end
@@ -130,6 +135,7 @@ local function acquire()
 			return redis.error_reply('PGLEASE_EXHAUSTED counter')
 		end
 	end
+	if prepare then prepare((token_of(raw or '0') or 0) + 1) end
 	local token = redis.call('INCR', KEYS[2])
 	redis.call('SET', KEYS[1], string.format('%d', token) .. ':' .. ARGV[1], 'PX', ARGV[2])
 	return token
@@ -141,13 +147,16 @@ const Script acquire_script{acquire_lua + "return acquire()\n"};
 // KEYS: lock, counter, value.  ARGV: holder, ttl (ms), value, election
 // channel.  acquire_script's answers; when granted, the value key set to
 // "<term>:<since>:<value>" with the same PX (the term's since kept on a
-// re-campaign), and a change published.
+// re-campaign), and a change published.  TIME and PUBLISH come before the
+// writes (see acquire_lua); observers read after the script either way.
 const Script campaign_script{acquire_lua + redis::term_value_lua() + R"lua(
-local token = acquire()
+local new, old
+local token = acquire(function(t)
+	new, old = term_value(KEYS[3], string.format('%d', t) .. ':', ARGV[3])
+	if new ~= old then redis.call('PUBLISH', ARGV[4], 'elected') end
+end)
 if type(token) ~= 'number' or token <= 0 then return token end
-local new, old = term_value(KEYS[3], string.format('%d', token) .. ':', ARGV[3])
 redis.call('SET', KEYS[3], new, 'PX', ARGV[2])
-if new ~= old then redis.call('PUBLISH', ARGV[4], 'elected') end
 return token
 )lua"};
 
@@ -180,9 +189,10 @@ const Script renew_leader_script{std::string{match_lua} + "redis.call('PEXPIRE',
 
 // KEYS: lock, value.  ARGV: match, mode, release channel, election channel.
 // 1: both deleted, waiting candidates and observers told; 0: not held.
-const Script resign_script{std::string{match_lua} + "redis.call('DEL', KEYS[1], KEYS[2])\n"
-                                                    "redis.call('PUBLISH', ARGV[3], 'released')\n"
+// (Published first: a channel outside the ACL is refused before the DEL.)
+const Script resign_script{std::string{match_lua} + "redis.call('PUBLISH', ARGV[3], 'released')\n"
                                                     "redis.call('PUBLISH', ARGV[4], 'resigned')\n"
+                                                    "redis.call('DEL', KEYS[1], KEYS[2])\n"
                                                     "return 1\n"};
 
 // The longest TTL: 2^53-1 ms (about 285,000 years).  PX takes a signed
