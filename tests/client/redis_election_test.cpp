@@ -3,7 +3,8 @@
 // user with exactly the rights docs/election.md gives (the line is read from
 // there) campaigns, proclaims, observes by pub/sub and resigns; a user
 // lacking any one of the election's additions is refused and nothing is
-// written; the value key lives and ends with the grant; a grant broken by
+// written; the value key lives and ends with the grant; a follower's
+// observe loop keeps one subscription; a grant broken by
 // hand reaches observers by the re-read; a plain lock on an election's name
 // is a leader without a value; Redlock refuses elections.  A real
 // redis-server (scripts/redis.sh requirepass=PW) on a free port
@@ -281,6 +282,37 @@ TEST_F(RedisElection, a_grant_broken_by_hand_reaches_an_observer_by_the_re_read)
 	auto p = lead->proclaim("again");
 	ASSERT_FALSE(p);
 	EXPECT_EQ(p.error().code, Errc::lost);
+}
+
+// total_connections -- the server's count of connections it accepted
+long long
+total_connections(Server &server)
+{
+	auto r = server.admin({"INFO", "stats"});
+	if (!r || !r->is_string())
+		return -1;
+	auto at = r->text.find("total_connections_received:");
+	return at == std::string::npos ? -1 : std::atoll(r->text.c_str() + at + 27);
+}
+
+TEST_F(RedisElection, a_follower_observing_in_a_loop_keeps_one_subscription)
+{
+	auto follower = as("default", admin_pw);
+	ASSERT_TRUE(follower);
+	const std::string e = unique_resource("loop/");
+	auto seen = follower->leader(e); // the pool's connection, before counting
+	ASSERT_TRUE(seen) << seen.error();
+	const auto before = total_connections(*server);
+	for (int i = 0; i < 5; ++i) {
+		auto same = follower->observe(e, *seen, 150ms);
+		ASSERT_FALSE(same);
+		EXPECT_EQ(same.error().code, Errc::timeout) << same.error();
+	}
+	// the admin's INFO connections count too: two of them, and one subscriber
+	EXPECT_LE(total_connections(*server) - before, 1 + 2) << "a subscription per observe call";
+	auto subscribers = server->admin({"PUBSUB", "NUMSUB", "pglease:election:" + e});
+	ASSERT_TRUE(subscribers && subscribers->is_array() && subscribers->elements.size() == 2);
+	EXPECT_EQ(subscribers->elements[1].integer, 1) << "the subscription was not kept";
 }
 
 TEST_F(RedisElection, a_plain_lock_on_an_election_name_is_a_leader_without_a_value)

@@ -19,7 +19,10 @@
 // missed), then sleeps until a message, the current grant's PTTL (an expiry
 // publishes nothing), or a one-second re-read (a message lost to a
 // reconnect, a failover to a replica, a grant broken by hand, or a
-// subscription refused by the ACL: then polling once a second).
+// subscription refused by the ACL: then polling once a second).  The
+// subscription is kept for the locker's next observe of that election
+// (Subscriptions, at most 30 s old: behind Sentinel the master may have
+// moved), so a follower calling observe in a loop does not connect each time.
 #include "redis/election.hpp"
 
 #include <algorithm>
@@ -210,36 +213,80 @@ read_view(Node &node, const Keys &keys, milliseconds timeout) noexcept
 	return std::move(r->view);
 }
 
-// next_view -- read, subscribe, read again, then sleep on the channel until
-// a message, the grant's expiry or the re-read interval, and read again
-Result<LeaderView>
-next_view(Node &node, const Keys &keys, const LeaderView &seen, Clock::time_point deadline,
-          milliseconds grace) noexcept
+std::optional<Subscription>
+Subscriptions::take(std::string_view channel) noexcept
 {
 	try {
-		std::optional<Subscriber> told;
-		bool subscribed = false;
+		std::lock_guard<std::mutex> lk(mu_);
+		const auto too_old = Clock::now() - max_age;
+		idle_.erase(std::remove_if(idle_.begin(), idle_.end(),
+		                           [&](const Subscription &s) { return s.opened < too_old; }),
+		            idle_.end());
+		for (auto it = idle_.begin(); it != idle_.end(); ++it)
+			if (it->subscriber.channel() == channel) {
+				std::optional<Subscription> found{std::move(*it)};
+				idle_.erase(it);
+				return found;
+			}
+	} catch (...) {
+		// a failed lock: no subscription to reuse
+	}
+	return std::nullopt;
+}
+
+void
+Subscriptions::keep(Subscription s) noexcept
+{
+	if (!s.subscriber.usable() || s.opened < Clock::now() - max_age)
+		return;
+	try {
+		std::lock_guard<std::mutex> lk(mu_);
+		if (idle_.size() >= max_idle)
+			idle_.erase(idle_.begin()); // the oldest kept
+		idle_.push_back(std::move(s));
+	} catch (...) {
+		// not kept: the next call subscribes again
+	}
+}
+
+// next_view -- read; subscribe (unless a kept subscription is reused) and
+// read again; then sleep on the channel until a message, the grant's expiry
+// or the re-read interval, and read again
+Result<LeaderView>
+next_view(Node &node, const Keys &keys, const LeaderView &seen, Clock::time_point deadline,
+          milliseconds grace, Subscriptions &kept) noexcept
+{
+	try {
+		std::optional<Subscription> told = kept.take(keys.election);
+		bool reused = told.has_value(), subscribed = reused;
 		for (;;) {
 			auto r = read(node, keys, grace);
 			if (!r)
 				return r.error();
-			if (changed(seen, r->view) || Clock::now() >= deadline)
+			if (changed(seen, r->view) || Clock::now() >= deadline) {
+				if (told)
+					kept.keep(std::move(*told));
 				return std::move(r->view);
+			}
 			if (!subscribed) {
 				subscribed = true; // once: without it (refused, unreachable), re-reads alone
 				if (auto sub = node.subscribe(keys.election, std::min(grace, left(deadline, grace))))
-					told.emplace(std::move(*sub));
+					told.emplace(Subscription{std::move(*sub), Clock::now()});
 				continue;
 			}
 			auto pause = left(deadline, recheck);
 			if (r->view.has_leader && r->pttl >= 0)
 				pause = std::min(pause, milliseconds{r->pttl + 1});
-			if (told && told->usable()) {
-				if (auto message = told->wait(pause); message)
+			if (told && told->subscriber.usable()) {
+				if (auto message = told->subscriber.wait(pause); message)
 					continue;
-				told.reset(); // the subscription broke: re-reads from now on
+				told.reset(); // the subscription broke
+				if (reused) { // it broke while kept (a restart, say): one new one
+					reused = subscribed = false;
+					continue;
+				}
 			}
-			std::this_thread::sleep_for(pause);
+			std::this_thread::sleep_for(pause); // re-reads from now on
 		}
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};

@@ -5,7 +5,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "pglease/election.hpp"
@@ -31,11 +35,37 @@ namespace pglease::detail::redis {
 [[nodiscard]] Result<LeaderView> read_view(Node &node, const Keys &keys,
                                            std::chrono::milliseconds timeout) noexcept;
 
+/// A subscription to an election's channel and when it was opened.
+struct Subscription {
+	Subscriber subscriber;
+	std::chrono::steady_clock::time_point opened;
+};
+
+/// Subscriptions kept between observe calls, so a follower calling observe
+/// in a loop reuses its channel's connection rather than opening one per
+/// call.  At most max_idle are kept, none older than max_age (behind
+/// Sentinel the master may have moved).  Thread-safe.
+class Subscriptions {
+public:
+	static constexpr std::size_t max_idle = 16;
+	static constexpr std::chrono::seconds max_age{30};
+
+	/// A kept subscription to channel, or nullopt.
+	[[nodiscard]] std::optional<Subscription> take(std::string_view channel) noexcept;
+	/// Keep s for a later call (unless broken or too old).
+	void keep(Subscription s) noexcept;
+
+private:
+	std::mutex mu_;
+	std::vector<Subscription> idle_;
+};
+
 /// Block until the view differs from seen (pglease::changed) or deadline,
-/// woken by the election's channel, the current grant's expiry, or a
-/// re-read every second; the view then.  Each read ends within grace.
+/// woken by the election's channel (a subscription from kept, or a new one),
+/// the current grant's expiry, or a re-read every second; the view then.
+/// Each read ends within grace.
 [[nodiscard]] Result<LeaderView> next_view(Node &node, const Keys &keys, const LeaderView &seen,
                                            std::chrono::steady_clock::time_point deadline,
-                                           std::chrono::milliseconds grace) noexcept;
+                                           std::chrono::milliseconds grace, Subscriptions &kept) noexcept;
 
 } // namespace pglease::detail::redis

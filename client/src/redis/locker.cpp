@@ -431,7 +431,7 @@ protected:
 	Result<LeaderView> next_leader(std::string_view election, const LeaderView &seen,
 	                               Clock::time_point deadline) override
 	{
-		return redis::next_view(*node_, keys_of(election), seen, deadline, grace_);
+		return redis::next_view(*node_, keys_of(election), seen, deadline, grace_, subscriptions_);
 	}
 
 private:
@@ -533,6 +533,7 @@ private:
 
 	std::shared_ptr<Node> node_;
 	milliseconds grace_;
+	redis::Subscriptions subscriptions_; // observers' channels, kept between observe calls
 };
 
 } // namespace
