@@ -1,12 +1,12 @@
 // redis_sentinel_test.cpp -- the redis+sentinel:// provider against a real
 // Sentinel deployment (scripts/sentinel.sh: a master with requirepass, two
 // asynchronous replicas and three Sentinels, each on a free port): leases
-// and an election (campaign, observe) through Sentinel, a SENTINEL FAILOVER and a SIGKILL of the master while a
-// lease is held and another client waits (clients follow the new master,
-// calls meanwhile are Errc::unavailable or a plain "held", never internal,
-// never a hang), every Sentinel down, an unknown master name, and malformed
-// URLs.  Never mocked, never skipped; every message a test sees is checked
-// for the password.
+// and an election (campaign, observe) through Sentinel, a SENTINEL
+// FAILOVER and a SIGKILL of the master while a lease is held and another
+// client waits (clients follow the new master, calls meanwhile are
+// Errc::unavailable or a plain "held", never internal, never a hang), every
+// Sentinel down, an unknown master name, and malformed URLs.  Never mocked,
+// never skipped; every message a test sees is checked for the password.
 #include <atomic>
 #include <chrono>
 #include <future>
