@@ -1,6 +1,7 @@
 // zookeeper/target.hpp -- where the ZooKeeper provider connects and where its
-// lock nodes live: a zookeeper:// URL (docs/design.md#urls), and the one path
-// component a resource name becomes.
+// lock nodes live: a zookeeper:// URL (docs/design.md#urls), the one path
+// component a resource name becomes, an election's folder, and the names of
+// the lock nodes in a folder.
 //
 // zookeeper://[user:password@]h1:p1[,h2:p2...][/chroot]
 // - user:password: the digest scheme's credentials (%XX escapes decoded; the
