@@ -440,6 +440,15 @@ LockerBase::release(std::string_view resource, std::int64_t token) noexcept
 Result<Lease>
 LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noexcept
 {
+	return lease_from(resource, options, [&](const std::string &holder, milliseconds heartbeat) {
+		return grant(resource, options, holder, heartbeat);
+	});
+}
+
+Result<Lease>
+LockerBase::lease_from(std::string_view resource, const LeaseOptions &options, const Take &take,
+                       const std::string &value) noexcept
+{
 	if (auto ok = constructed(); !ok)
 		return ok.error();
 	try {
@@ -463,7 +472,7 @@ LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noex
 		std::string holder = options.holder.empty()
 		                         ? holder_prefix_ + ":" + std::to_string(acquires_.fetch_add(1))
 		                         : options.holder;
-		Result<Granted> granted = grant(resource, options, holder, heartbeat);
+		Result<Granted> granted = take(holder, heartbeat);
 		if (!granted)
 			return granted.error();
 
@@ -475,6 +484,7 @@ LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noex
 		state->drift = drift(options.ttl);
 		state->deadline = granted->deadline;
 		state->next_renew = std::min(deadline_after(Clock::now(), heartbeat), granted->deadline);
+		state->value = value;
 		state->grant = std::move(granted->grant);
 		if (options.auto_renew)
 			engine_->track(state);

@@ -20,6 +20,8 @@ class LockerBase;
 struct LeaseState;
 } // namespace detail
 
+class Leadership;
+
 /// Fires once, when the lease it belongs to is lost.
 class CancelToken {
 public:
@@ -65,6 +67,7 @@ public:
 
 private:
 	friend class detail::LockerBase;
+	friend class Leadership;
 	Lease(std::shared_ptr<detail::LeaseEngine> engine, std::shared_ptr<detail::LeaseState> state) noexcept;
 	std::shared_ptr<detail::LeaseEngine> engine_;
 	std::shared_ptr<detail::LeaseState> state_;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string_view>
 
+#include "pglease/election.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/options.hpp"
 #include "pglease/result.hpp"
@@ -23,6 +24,7 @@ struct Capabilities {
 	bool ephemeral = false;         ///< a grant can end with the client's session
 	bool durable = false;           ///< a grant survives a server crash
 	bool survives_failover = false; ///< a grant and its token survive losing a server
+	bool election = false;          ///< campaign / leader / observe (pglease/election.hpp)
 };
 
 /// Takes leases from one provider.  Every member is noexcept and thread-safe;
@@ -62,6 +64,24 @@ public:
 	virtual Result<bool> renew(std::string_view resource, std::int64_t token,
 	                           std::chrono::milliseconds ttl) noexcept;
 	virtual Result<bool> release(std::string_view resource, std::int64_t token) noexcept;
+	/// Leader election (pglease/election.hpp, docs/election.md).  campaign:
+	/// become the leader of `election` publishing `value`, waiting at most
+	/// options.wait (Errc::timeout), with the same options, rules and
+	/// errors as acquire (an election is a lease with a value; the term is
+	/// its token).  A provider without elections (Redlock: no tokens to be
+	/// terms) answers Errc::invalid_argument and capabilities().election is
+	/// false.
+	virtual Result<Leadership> campaign(std::string_view election, std::string_view value,
+	                                    const LeaseOptions &options = {}) noexcept;
+	/// Who leads now, in one round trip, without being a candidate.
+	virtual Result<LeaderView> leader(std::string_view election) noexcept;
+	/// The first view that differs from `seen` (changed(seen, view)): a new
+	/// term, a proclaimed value, or no leader; at once when the election
+	/// already differs.  Never a term below seen.term.  Errc::timeout when
+	/// nothing changed within wait.  Start from a default LeaderView (or
+	/// leader()'s) and pass back each result.
+	virtual Result<LeaderView> observe(std::string_view election, const LeaderView &seen,
+	                                   std::chrono::milliseconds wait) noexcept;
 	/// The provider's name as `pglease advise` prints it ("PostgreSQL", "Redis", ...).
 	[[nodiscard]] virtual std::string_view provider() const noexcept = 0;
 };

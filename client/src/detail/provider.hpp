@@ -58,6 +58,11 @@ public:
 	virtual Result<bool> renew(milliseconds ttl) noexcept = 0;
 	/// End the grant.  true: ended; false: it was no longer held.
 	virtual Result<bool> release() noexcept = 0;
+	/// An election's grant: publish value while this grant is the current
+	/// one, compared in the same server-side step.  true: published; false:
+	/// not current (lost at once); an error: unknown.  Default (a lock's
+	/// grant): Errc::invalid_argument.
+	virtual Result<bool> proclaim(std::string_view value) noexcept;
 };
 
 /// What grant() returns: the token (0 when the provider has none), the grant,
@@ -84,6 +89,7 @@ struct LeaseState {
 	Clock::time_point next_renew;
 	bool lost = false;
 	bool released = false;
+	std::string value; // an election's published value
 	std::function<void(const Error &)> on_lost;
 
 	std::mutex op_mu; // one renew or release of the grant at a time
@@ -102,6 +108,8 @@ public:
 	void stop() noexcept;
 	Result<void> renew_now(LeaseState &st) noexcept;
 	Result<void> release(LeaseState &st) noexcept;
+	/// An election's proclaim: false from the grant is a loss.
+	Result<void> proclaim(LeaseState &st, std::string_view value) noexcept;
 	/// Report a lost lease once: flag, cancel token, callback.
 	static void mark_lost(LeaseState &st, const Error &error) noexcept;
 

@@ -22,6 +22,10 @@ public:
 	}
 	Result<bool> renew(milliseconds ttl) noexcept override { return space_->renew(resource_, token_, ttl); }
 	Result<bool> release() noexcept override { return space_->release(resource_, token_); }
+	Result<bool> proclaim(std::string_view value) noexcept override
+	{
+		return space_->proclaim(resource_, token_, value);
+	}
 
 private:
 	std::shared_ptr<memory::LockSpace> space_;
@@ -38,6 +42,7 @@ public:
 		Capabilities c;
 		c.fencing_token = true; // within the process
 		c.fifo_wait = true;
+		c.election = true;
 		return c;
 	}
 	std::string_view provider() const noexcept override { return "in-memory"; }
@@ -46,12 +51,37 @@ protected:
 	Result<Granted> grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
 	                      milliseconds) noexcept override
 	{
+		return take(resource, options,
+		            [&] { return space_->acquire(resource, holder, options.ttl, options.wait); });
+	}
+	Result<Granted> grant_leadership(std::string_view election, std::string_view value,
+	                                 const LeaseOptions &options, const std::string &holder,
+	                                 milliseconds) noexcept override
+	{
+		return take(election, options,
+		            [&] { return space_->campaign(election, holder, value, options.ttl, options.wait); });
+	}
+	Result<LeaderView> read_leader(std::string_view election) noexcept override
+	{
+		return space_->leader(election);
+	}
+	Result<LeaderView> next_leader(std::string_view election, const LeaderView &seen,
+	                               Clock::time_point deadline) noexcept override
+	{
+		return space_->next_leader(election, seen, deadline);
+	}
+
+private:
+	// take -- a grant from the space by `call` (acquire or campaign)
+	template <class Call>
+	Result<Granted> take(std::string_view resource, const LeaseOptions &options, Call call) noexcept
+	{
 		if (options.strategy != Strategy::lease || options.session_bound)
 			return Error{
 			    Errc::invalid_argument, "",
 			    "the in-memory provider offers Strategy::lease only (no sessions, no advisory locks)"};
 		auto sent = Clock::now();
-		Result<std::int64_t> token = space_->acquire(resource, holder, options.ttl, options.wait);
+		Result<std::int64_t> token = call();
 		if (!token)
 			return token.error();
 		try {
@@ -66,7 +96,6 @@ protected:
 		}
 	}
 
-private:
 	std::shared_ptr<memory::LockSpace> space_;
 };
 

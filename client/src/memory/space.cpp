@@ -93,9 +93,22 @@ LockSpace::current(const Entry &entry, Clock::time_point now) noexcept
 std::int64_t
 LockSpace::grant(Entry &entry, std::string_view holder, Clock::time_point now, milliseconds ttl)
 {
-	entry.grant = Grant{std::string{holder}, last_token_ + 1, deadline_after(now, ttl)};
+	entry.grant = Grant{
+	    std::string{holder}, last_token_ + 1, deadline_after(now, ttl), {}, std::chrono::system_clock::now()};
+	changed_.notify_all();
 	// counted only once the grant exists, so a failed allocation skips no token
 	return ++last_token_;
+}
+
+/* granted -- grant, with the election's value when there is one */
+std::int64_t
+LockSpace::granted(Entry &entry, std::string_view holder, const std::string *value, Clock::time_point now,
+                   milliseconds ttl)
+{
+	std::string v = value ? *value : std::string{};
+	std::int64_t token = grant(entry, holder, now, ttl);
+	entry.grant->value = std::move(v);
+	return token;
 }
 
 /* drop_if_idle -- forget an entry with no current grant and no waiter */
@@ -121,6 +134,27 @@ LockSpace::sweep(Clock::time_point now) noexcept
 Result<std::int64_t>
 LockSpace::acquire(std::string_view resource, std::string_view holder, milliseconds ttl,
                    milliseconds wait) noexcept
+{
+	return take(resource, holder, nullptr, ttl, wait);
+}
+
+Result<std::int64_t>
+LockSpace::campaign(std::string_view resource, std::string_view holder, std::string_view value,
+                    milliseconds ttl, milliseconds wait) noexcept
+{
+	try {
+		const std::string kept{value};
+		return take(resource, holder, &kept, ttl, wait);
+	} catch (...) {
+		return make_error(Errc::internal, "out of memory");
+	}
+}
+
+/* take -- acquire, or campaign when value is not null: the value is set in
+ * the same step as the grant, so no observer sees a leader without it */
+Result<std::int64_t>
+LockSpace::take(std::string_view resource, std::string_view holder, const std::string *value,
+                milliseconds ttl, milliseconds wait) noexcept
 {
 	if (resource.empty())
 		return make_error(Errc::invalid_argument, "resource must not be empty");
@@ -148,10 +182,14 @@ LockSpace::acquire(std::string_view resource, std::string_view holder, milliseco
 			// the holder's own grant again: same token, new expiry, never a wait
 			if (entry.grant->holder == holder) {
 				entry.grant->expiry = deadline_after(now, ttl);
+				if (value && entry.grant->value != *value) {
+					entry.grant->value = *value;
+					changed_.notify_all();
+				}
 				return entry.grant->token;
 			}
 		} else if (entry.queue.empty()) {
-			return grant(entry, holder, now, ttl);
+			return granted(entry, holder, value, now, ttl);
 		}
 		if (wait == milliseconds::zero())
 			return make_error(Errc::timeout, "resource is held or has waiters");
@@ -160,7 +198,7 @@ LockSpace::acquire(std::string_view resource, std::string_view holder, milliseco
 		QueueSlot slot(*this, it, me);
 		for (;;) {
 			if (slot.at_front() && !current(entry, now))
-				return grant(entry, holder, now, ttl);
+				return granted(entry, holder, value, now, ttl);
 			if (now >= deadline)
 				return make_error(Errc::timeout, "not granted within wait");
 			auto until = deadline;
@@ -223,6 +261,7 @@ LockSpace::release(std::string_view resource, std::int64_t token) noexcept
 			entry.grant.reset();
 			if (!entry.queue.empty())
 				entry.queue.front()->wake.notify_one();
+			changed_.notify_all();
 		}
 		drop_if_idle(it, now);
 		return ended;
@@ -246,10 +285,86 @@ LockSpace::break_grant(std::string_view resource) noexcept
 		entry.grant.reset();
 		if (!entry.queue.empty())
 			entry.queue.front()->wake.notify_one();
+		changed_.notify_all();
 		drop_if_idle(it, now);
 		return true;
 	} catch (...) {
 		return false;
+	}
+}
+
+Result<bool>
+LockSpace::proclaim(std::string_view resource, std::int64_t token, std::string_view value) noexcept
+{
+	try {
+		const auto now = Clock::now();
+		std::lock_guard<std::mutex> lock(mu_);
+		auto it = entries_.find(resource);
+		if (it == entries_.end() || !current(it->second, now) || it->second.grant->token != token)
+			return false;
+		it->second.grant->value = std::string{value};
+		changed_.notify_all();
+		return true;
+	} catch (const std::exception &e) {
+		return make_error(Errc::internal, e.what());
+	} catch (...) {
+		return make_error(Errc::internal, "unknown exception");
+	}
+}
+
+/* view_of -- the election's view at now, mu_ held */
+LeaderView
+LockSpace::view_of(std::string_view resource, Clock::time_point now) const
+{
+	LeaderView view;
+	auto it = entries_.find(resource);
+	if (it == entries_.end() || !it->second.grant)
+		return view;
+	const Grant &g = *it->second.grant;
+	view.term = g.token; // the current term, or the last one, ended
+	if (now < g.expiry) {
+		view.has_leader = true;
+		view.value = g.value;
+		view.since = g.since;
+	}
+	return view;
+}
+
+Result<LeaderView>
+LockSpace::leader(std::string_view resource) const noexcept
+{
+	try {
+		std::lock_guard<std::mutex> lock(mu_);
+		return view_of(resource, Clock::now());
+	} catch (const std::exception &e) {
+		return make_error(Errc::internal, e.what());
+	} catch (...) {
+		return make_error(Errc::internal, "unknown exception");
+	}
+}
+
+/* next_leader -- sleep on changed_ until the view differs from seen; a
+ * current grant's expiry has no event, so the sleep ends there too */
+Result<LeaderView>
+LockSpace::next_leader(std::string_view resource, const LeaderView &seen, Clock::time_point deadline) noexcept
+{
+	try {
+		std::unique_lock<std::mutex> lock(mu_);
+		for (;;) {
+			auto now = Clock::now();
+			LeaderView view = view_of(resource, now);
+			if (changed(seen, view) || now >= deadline)
+				return view;
+			auto until = deadline;
+			auto it = entries_.find(resource);
+			if (it != entries_.end() && current(it->second, now))
+				until = std::min(until, it->second.grant->expiry);
+			changed_.wait_until(lock, std::min(until, now + longest_sleep));
+		}
+	} catch (const std::exception &e) {
+		return make_error(Errc::internal, e.what());
+	} catch (...) {
+		return make_error(Errc::internal, "unknown exception");
 	}
 }
 

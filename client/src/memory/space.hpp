@@ -28,6 +28,7 @@
 #include <string>
 #include <string_view>
 
+#include "pglease/election.hpp"
 #include "pglease/result.hpp"
 
 namespace pglease::detail::memory {
@@ -46,6 +47,19 @@ public:
 	/// or holder, ttl <= 0 or wait < 0.
 	Result<std::int64_t> acquire(std::string_view resource, std::string_view holder,
 	                             std::chrono::milliseconds ttl, std::chrono::milliseconds wait) noexcept;
+	/// acquire for an election: the grant carries value (a new grant, or the
+	/// same holder's again, takes it), which leader() shows.
+	Result<std::int64_t> campaign(std::string_view resource, std::string_view holder, std::string_view value,
+	                              std::chrono::milliseconds ttl, std::chrono::milliseconds wait) noexcept;
+	/// Set the value of (resource, token) if it is the current unexpired
+	/// grant; false otherwise, nothing changed.
+	Result<bool> proclaim(std::string_view resource, std::int64_t token, std::string_view value) noexcept;
+	/// The election's view now.
+	Result<LeaderView> leader(std::string_view resource) const noexcept;
+	/// The view once it differs from seen (changed()), or at deadline; an
+	/// unreleased grant's expiry counts as a change to "no leader".
+	Result<LeaderView> next_leader(std::string_view resource, const LeaderView &seen,
+	                               std::chrono::steady_clock::time_point deadline) noexcept;
 	/// True, with expiry now + ttl, if (resource, token) is the current
 	/// unexpired grant; false otherwise (an expired grant stays over).
 	Result<bool> renew(std::string_view resource, std::int64_t token, std::chrono::milliseconds ttl) noexcept;
@@ -74,6 +88,8 @@ private:
 		std::string holder;
 		std::int64_t token = 0;
 		Clock::time_point expiry;
+		std::string value; // an election's published value
+		std::chrono::system_clock::time_point since;
 	};
 	struct Entry {
 		std::optional<Grant> grant; // the last grant; over once expiry has passed
@@ -83,12 +99,20 @@ private:
 	class QueueSlot;
 
 	static bool current(const Entry &entry, Clock::time_point now) noexcept;
+	Result<std::int64_t> take(std::string_view resource, std::string_view holder, const std::string *value,
+	                          std::chrono::milliseconds ttl, std::chrono::milliseconds wait) noexcept;
+	LeaderView view_of(std::string_view resource, Clock::time_point now) const;
 	std::int64_t grant(Entry &entry, std::string_view holder, Clock::time_point now,
 	                   std::chrono::milliseconds ttl);
+	std::int64_t granted(Entry &entry, std::string_view holder, const std::string *value,
+	                     Clock::time_point now, std::chrono::milliseconds ttl);
 	void drop_if_idle(Entries::iterator it, Clock::time_point now) noexcept;
 	void sweep(Clock::time_point now) noexcept;
 
 	mutable std::mutex mu_; // guards everything below
+	/// Observers of elections (next_leader) sleep here; every grant,
+	/// release, break and proclaim wakes them all.
+	std::condition_variable changed_;
 	/// An entry with no current grant and no waiter is idle: dropped when next
 	/// touched, or by a sweep; one with a waiter is never dropped.
 	Entries entries_;

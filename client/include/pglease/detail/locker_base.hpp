@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -42,6 +43,16 @@ public:
 	Result<bool> renew(std::string_view resource, std::int64_t token,
 	                   std::chrono::milliseconds ttl) noexcept final;
 	Result<bool> release(std::string_view resource, std::int64_t token) noexcept final;
+	/// The election calls: arguments checked here, once for every provider
+	/// (the election as a resource, the value as a label of at most
+	/// max_value_bytes, the options as acquire's), then grant_leadership /
+	/// read_leader / next_leader run.  observe turns an unchanged view into
+	/// Errc::timeout and never reports a term below seen.term.
+	Result<Leadership> campaign(std::string_view election, std::string_view value,
+	                            const LeaseOptions &options = {}) noexcept final;
+	Result<LeaderView> leader(std::string_view election) noexcept final;
+	Result<LeaderView> observe(std::string_view election, const LeaderView &seen,
+	                           std::chrono::milliseconds wait) noexcept final;
 
 	/// Errc::internal when construction failed, else success.  Every call
 	/// above answers it first; a provider with state of its own adds to it.
@@ -76,6 +87,21 @@ protected:
 	                                    std::string_view holder, std::chrono::milliseconds ttl);
 	virtual Result<bool> release_by_token(std::string_view resource, std::int64_t token,
 	                                      std::string_view holder);
+	/// Elections (docs/election.md), for a provider with
+	/// capabilities().election.  grant_leadership: grant() with `value` stored
+	/// with the grant, so read_leader sees it; the Grant's proclaim() changes
+	/// it while the grant is current.  read_leader: the current view, one
+	/// round trip.  next_leader: block until the election's view differs
+	/// from `seen` (changed()) or `deadline`, by the provider's push
+	/// mechanism, and return the view then (unchanged at the deadline).  All
+	/// may throw (Errc::internal).  Defaults: Errc::invalid_argument, "no
+	/// elections".
+	virtual Result<Granted> grant_leadership(std::string_view election, std::string_view value,
+	                                         const LeaseOptions &options, const std::string &holder,
+	                                         std::chrono::milliseconds heartbeat);
+	virtual Result<LeaderView> read_leader(std::string_view election);
+	virtual Result<LeaderView> next_leader(std::string_view election, const LeaderView &seen,
+	                                       std::chrono::steady_clock::time_point deadline);
 	/// Errc::invalid_argument when ttl is not positive or above max_ttl().
 	[[nodiscard]] Result<void> check_ttl(std::chrono::milliseconds ttl) const;
 
@@ -86,6 +112,13 @@ protected:
 	[[nodiscard]] static LeaseState *state_of(const Lease &lease) noexcept;
 
 private:
+	/// acquire's checks and bookkeeping around a grant: options, the
+	/// no-nested rule, the holder label; `take` is grant() or
+	/// grant_leadership(), called with the holder and the heartbeat.
+	using Take =
+	    std::function<Result<Granted>(const std::string &holder, std::chrono::milliseconds heartbeat)>;
+	Result<Lease> lease_from(std::string_view resource, const LeaseOptions &options, const Take &take,
+	                         const std::string &value = {}) noexcept;
 	[[nodiscard]] Result<void> check_token_call(std::string_view resource, std::int64_t token) const;
 	Result<bool> renew_checked(std::string_view resource, std::int64_t token, std::string_view holder,
 	                           std::chrono::milliseconds ttl) noexcept;
