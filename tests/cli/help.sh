@@ -38,7 +38,7 @@ expect table_is_read "commands.cpp gave ${#COMMANDS[@]} commands and $flag_count
 
 "$PGLEASE" --help >"$WORK/main_help"
 expect main_help_is_short "pglease --help has $(wc -l <"$WORK/main_help") lines" \
-	'[ "$(wc -l <"$WORK/main_help")" -le 16 ]'
+	'[ "$(wc -l <"$WORK/main_help")" -le 18 ]'
 expect main_help_gives_the_dsn_precedence "no '--dsn, else ... --dsn-file ..., else \$PGLEASE_DSN, else libpq' in pglease --help" \
 	'grep -q -- "--dsn, else [^,]*--dsn-file[^,]*, else \$PGLEASE_DSN, else libpq" "$WORK/main_help"'
 expect main_help_says_where_to_read_more "no 'pglease COMMAND --help' or docs/ in pglease --help" \
