@@ -129,6 +129,7 @@ commands()
 	         {"write", "", Need::optional, "the section writes a shared resource"},
 	         {"strong", "", Need::optional, "strong consistency is required"},
 	         {"failover", "", Need::optional, "a crashed holder must hand the lock over fast"},
+	         {"one-active", "", Need::optional, "exactly one instance active, the others following: an election"},
 	         {"explain", "", Need::optional, "add one \"# \" line per decision taken"},
 	         {"emit", "sql|cpp", Need::optional, "add code, 20 lines at most: sql (PostgreSQL), cpp (all)"},
 	     },

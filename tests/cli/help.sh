@@ -186,10 +186,10 @@ expect status_with_an_older_extension_says_alter_extension "exit $rc: $err" \
 # ---- advise: the Strategy line agrees with the explanation on every branch ----
 # The explanation's first "<Provider> <Strategy>" names the four lines' pair;
 # "no lease needed" only for Advisory; it gives the TTL and the safety.
-pairs='(PostgreSQL|Redis|ZooKeeper|etcd) (Advisory|Lease|Ephemeral|Redlock)'
+pairs='(PostgreSQL|Redis|ZooKeeper|etcd) (Advisory|Lease|Ephemeral|Redlock|Election)'
 branches=0
 for section in 200ms 2s 30h; do
-	for flag in "" --write --strong --failover; do
+	for flag in "" --write --strong --failover --one-active; do
 		for infra in postgres redis zookeeper etcd postgres,redis redis,zookeeper redis,etcd zookeeper,etcd; do
 			rc=0
 			"$PGLEASE" advise --resource r --section "$section" --instances 3 --infra "$infra" $flag \
