@@ -28,7 +28,7 @@ awk '
 		use = substr($0, RSTART, RLENGTH); sub(/.*DsnUse::/, "", use); sub(/,$/, "", use)
 		print "command", cmd, use; next
 	}
-	cmd != "" && match($0, /^[ \t]*\{"[a-z]+", "[^"]*", Need::/) {
+	cmd != "" && match($0, /^[ \t]*\{"[a-z-]+", "[^"]*", Need::/) {
 		split(substr($0, RSTART, RLENGTH), f, "\""); print "flag", cmd, f[2], f[4]
 	}' "$TABLE" >"$WORK/table"
 mapfile -t COMMANDS < <(awk '$1 == "command" { print $2 }' "$WORK/table")
@@ -81,7 +81,7 @@ for cmd in "${COMMANDS[@]}"; do
 		[ "$flag" = --help ] && continue
 		out="$("$PGLEASE" "$cmd" "$flag" memory:x 2>&1 </dev/null)" || true
 		case "$out" in *"unknown option"*) unknown+=" $flag" ;; esac
-	done < <(sed -n 's/^  \(--[a-z]*\).*/\1/p' "$WORK/help.$cmd")
+	done < <(sed -n 's/^  \(--[a-z-]*\).*/\1/p' "$WORK/help.$cmd")
 	expect "every_flag_in_${cmd}_help_is_parsed" "refused as unknown:$unknown" '[ -z "$unknown" ]'
 	rc=0; out="$("$PGLEASE" "$cmd" --bogus x 2>&1)" || rc=$?
 	expect "${cmd}_refuses_a_flag_not_in_the_table" "exit $rc: $out" \
