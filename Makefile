@@ -63,9 +63,11 @@ ha:
 	scripts/ha.sh
 
 # Every provider and baseline, every scenario, one interleaved run (bench/results/latest.{md,json,svg});
-# (its servers on free loopback ports, the clusters on Unix sockets)
+# (its servers on free loopback ports, the clusters on Unix sockets); then the
+# election figures (bench/election.sh: bench/results/election.md)
 bench:
 	bench/run.sh
+	bench/election.sh
 
 bench-quick:
 	bench/run.sh --quick

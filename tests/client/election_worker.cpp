@@ -7,6 +7,9 @@
 //     print "proclaim ERRC" (or "proclaim ok"), and exit 0.  SIGTERM resigns
 //     and exits 0.
 //
+//   election_worker now
+//     print CLOCK_MONOTONIC in microseconds (the test scripts' clock).
+//
 //   election_worker history URL ELECTION NAME SECONDS TTL_MS OUT
 //     for SECONDS: campaign (wait <= 2 s), lead for a random while
 //     (checking valid() every 20 ms), resign; meanwhile an ElectionObserver
@@ -175,11 +178,16 @@ main(int argc, char **argv)
 	std::signal(SIGTERM, request_stop);
 	std::signal(SIGINT, request_stop);
 	std::string mode = argc > 1 ? argv[1] : "";
+	if (mode == "now" && argc == 2) {
+		std::printf("%lld\n", mono_us());
+		return 0;
+	}
 	if (mode == "once" && argc == 6)
 		return once(argv[2], argv[3], argv[4], std::atol(argv[5]));
 	if (mode == "history" && argc == 8)
 		return history(argv[2], argv[3], argv[4], std::atol(argv[5]), std::atol(argv[6]), argv[7]);
-	std::fprintf(stderr, "usage: election_worker once URL ELECTION VALUE TTL_MS\n"
+	std::fprintf(stderr, "usage: election_worker now\n"
+	                     "       election_worker once URL ELECTION VALUE TTL_MS\n"
 	                     "       election_worker history URL ELECTION NAME SECONDS TTL_MS OUT\n");
 	return 64;
 }

@@ -27,18 +27,19 @@ HA_DB=faults
 HA_DIR="$(mktemp -d /tmp/pg_lease_ha.XXXXXX)"
 WORKER="$ROOT/build/client/pglease_fault_worker"
 CLI="$ROOT/build/client/pglease"
+ELECTION_WORKER="$ROOT/build/client/election_worker"
 source "$ROOT/tests/ha/formation.sh"
-for b in "$WORKER" "$CLI"; do
+for b in "$WORKER" "$CLI" "$ELECTION_WORKER"; do
 	[ -x "$b" ] || { echo "not ok - $b missing: build it with 'make client'"; exit 1; }
 done
-declare -a WORKER_PIDS=()
+declare -a WORKER_PIDS=() CANDIDATE_PIDS=()
 HELD_PID=""
 
 stop_all() {
 	local p
 	# pglease run passes SIGTERM on to its command
 	[ -z "$HELD_PID" ] || { kill -TERM "$HELD_PID" 2>/dev/null && timeout 10 tail --pid="$HELD_PID" -f /dev/null; } || true
-	for p in "${WORKER_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	for p in "${WORKER_PIDS[@]}" "${CANDIDATE_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	ha_cleanup
 }
 on_exit stop_all
@@ -62,6 +63,13 @@ echo "$DSN" >"$FAULT_DSN_FILE"
 for n in $(seq 1 "$WORKERS"); do
 	"$WORKER" "w$n" 16 3600 "$HA_DIR/w$n.log" 2>"$HA_DIR/w$n.err" &
 	WORKER_PIDS+=($!)
+done
+
+# three election candidates (tests/client/election_worker.cpp) campaign,
+# lead and resign through every failover, following the election meanwhile
+for n in 1 2 3; do
+	"$ELECTION_WORKER" history "$DSN" ha/election "c$n" 3600 3000 "$HA_DIR/c$n.elect" 2>"$HA_DIR/c$n.err" &
+	CANDIDATE_PIDS+=($!)
 done
 
 # a lease held through the first failover by the CLI: its command waits for
@@ -144,6 +152,15 @@ for p in "${WORKER_PIDS[@]}"; do
 	wait "$p" || status=$?
 done
 WORKER_PIDS=()
+kill -TERM "${CANDIDATE_PIDS[@]}" 2>/dev/null || true
+for p in "${CANDIDATE_PIDS[@]}"; do timeout 60 tail --pid="$p" -f /dev/null || true; done
+CANDIDATE_PIDS=()
+elected=0
+# a campaign's bound through a failover: its 2 s wait, the statement grace
+# (2 s) and a connect timeout (5 s) to each of the two hosts
+CAMPAIGN_BOUND_MS=15000 "$ROOT/tests/providers/election_check.sh" ha_election "$HA_DIR"/c*.elect >"$HA_DIR/elect.check" || elected=$?
+sed 's/^/#   /' "$HA_DIR/elect.check"
+expect election_through_automatic_failovers_no_overlap_no_term_reused "see above" '[ "$elected" -eq 0 ]'
 expect workers_survive_every_failover "a worker exited with $status" '[ "$status" -eq 0 ]'
 held=0
 wait "$HELD_PID" || held=$?
