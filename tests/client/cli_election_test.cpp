@@ -3,8 +3,7 @@
 // Locker of one process, so the test and the command meet in one election):
 // elect runs its command with the term, value and election in its
 // environment and resigns after it; a held election makes elect wait and
-// exit 75 after --wait; --requeue stops campaigning once pglease is
-// signalled; leader prints the leader and "no leader" as text and JSON,
+// exit 75 after --wait; usage errors exit 64; leader prints the leader and "no leader" as text and JSON,
 // with JSON's escaping and \xHH for control characters in the text.
 // (tests/cli/elect.sh runs the binary against real servers, several
 // processes on one election.)
