@@ -123,6 +123,7 @@ sleep 1
 expect "${PROVIDER}_second_candidate_waits" "it ran its command while the first leads" '[ ! -e "$WORK/second" ]'
 killed_at=$(now_ms)
 kill -KILL "$FIRST"
+wait "$FIRST" 2>/dev/null || true # reaped here, so bash reports nothing of it
 kill -KILL "${first_child:-0}" 2>/dev/null || true # its command, orphaned by the SIGKILL
 wait_for "$WORK/second" $((TTL + 10)) || true
 took=$(($(now_ms) - killed_at))
