@@ -52,7 +52,7 @@ step() {
 	printf '  %6.2f  demo: %s\n' "$(awk -v t="$(now_ms)" -v t0="$T0" 'BEGIN { print (t - t0) / 1000 }')" "$*"
 }
 
-sql -c "DROP TABLE IF EXISTS leader_log" \
+sql -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS leader_log" \
 	-c "CREATE TABLE leader_log (seq bigserial PRIMARY KEY, writer text, term bigint, entry int)"
 echo "three workers follow and campaign for the election \"leader-worker\"; the leader appends to"
 echo "leader_log, each append fenced with its term (TTL 2s):"
@@ -82,7 +82,13 @@ for attempt in $(seq 1 300); do
 	fi
 	sleep 0.05
 done
-[ -n "$frozen" ] || die "no leader could be frozen between two appends"
+if [ -z "$frozen" ]; then
+	for n in 1 2 3; do
+		echo "worker-$n's last lines:" >&2
+		tail -n 3 "$DIR/worker-$n.log" >&2
+	done
+	die "no leader could be frozen between two appends"
+fi
 step "1. $frozen leads with term $t1 and appends; SIGSTOP $frozen (a GC pause, a stopped VM) for 4s"
 sleep 4
 read -r successor t2 <<<"$(last_writer)" || true
