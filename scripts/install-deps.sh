@@ -8,7 +8,7 @@ packages=(
 	libpq-dev make gcc g++ cmake pkg-config libpqxx-dev libgtest-dev pgbouncer
 	redis-server libhiredis-dev libssl-dev openssl
 	etcd-server etcd-client libcurl4-openssl-dev nlohmann-json3-dev curl
-	zookeeper libzookeeper-mt-dev default-jre-headless
+	zookeeper libzookeeper-mt-dev default-jre-headless default-jdk-headless libcurator-recipes-java
 	postgresql-15-auto-failover pg-auto-failover-cli
 )
 

@@ -8,8 +8,11 @@
 #   zookeeper.sh kill DIR                       SIGKILL (a crash)
 #   zookeeper.sh restart DIR                    stop, then start as before
 #   zookeeper.sh mode DIR                       print standalone, leader or follower (srvr)
-#   zookeeper.sh break DIR RESOURCE             delete RESOURCE's lock nodes under /pglease
-#                                               (a grant broken server-side; zkCli.sh deleteall)
+#   zookeeper.sh break DIR RESOURCE             delete RESOURCE's lock nodes under /pglease,
+#                                               and those of an election of that name under
+#                                               /pglease/.election (a grant broken
+#                                               server-side; zkCli.sh deleteall; fails if
+#                                               neither folder exists)
 #
 # ENSEMBLE is the client ports of every member, comma-separated
 # (e.g. 22001,22002,22003), ID this member's 1-based position in it.  Member
@@ -201,8 +204,18 @@ break)
 			encoded+="$(printf '%%%02X' "'$c")"
 		fi
 	done
-	/usr/share/zookeeper/bin/zkCli.sh -server "127.0.0.1:$(cat "$dir/port")" deleteall "/pglease/$encoded" \
-		>"$dir/zkcli.out" 2>&1 || { cat "$dir/zkcli.out" >&2; die "zkCli.sh deleteall /pglease/$encoded failed"; }
+	# a lock's folder, and an election's (client/src/zookeeper/target.hpp)
+	deleted=0
+	for folder in "/pglease/$encoded" "/pglease/.election/$encoded"; do
+		if /usr/share/zookeeper/bin/zkCli.sh -server "127.0.0.1:$(cat "$dir/port")" deleteall "$folder" \
+			>"$dir/zkcli.out" 2>&1; then
+			deleted=1
+		elif ! grep -q 'Node does not exist' "$dir/zkcli.out"; then
+			cat "$dir/zkcli.out" >&2
+			die "zkCli.sh deleteall $folder failed"
+		fi
+	done
+	[ "$deleted" = 1 ] || die "zkCli.sh deleteall: neither /pglease/$encoded nor /pglease/.election/$encoded exists"
 	;;
 *)
 	die "unknown command '$cmd' (start, stop, kill, restart, mode, break)"

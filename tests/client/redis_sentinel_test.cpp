@@ -1,12 +1,12 @@
 // redis_sentinel_test.cpp -- the redis+sentinel:// provider against a real
 // Sentinel deployment (scripts/sentinel.sh: a master with requirepass, two
 // asynchronous replicas and three Sentinels, each on a free port): leases
-// through Sentinel, a SENTINEL FAILOVER and a SIGKILL of the master while a
-// lease is held and another client waits (clients follow the new master,
-// calls meanwhile are Errc::unavailable or a plain "held", never internal,
-// never a hang), every Sentinel down, an unknown master name, and malformed
-// URLs.  Never mocked, never skipped; every message a test sees is checked
-// for the password.
+// and an election (campaign, observe) through Sentinel, a SENTINEL
+// FAILOVER and a SIGKILL of the master while a lease is held and another
+// client waits (clients follow the new master, calls meanwhile are
+// Errc::unavailable or a plain "held", never internal, never a hang), every
+// Sentinel down, an unknown master name, and malformed URLs.  Never mocked,
+// never skipped; every message a test sees is checked for the password.
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -269,6 +269,43 @@ TEST_F(RedisSentinel, acquire_contend_release_and_a_higher_token_through_sentine
 	EXPECT_FALSE(caps.durable) << "an asynchronous replica may lack the last grant";
 	EXPECT_FALSE(caps.survives_failover) << "an asynchronous replica may lack the last grant";
 	EXPECT_EQ((*a)->provider(), "Redis");
+}
+
+// elections take the same path (redis/election.cpp): the grant and its value
+// on the master, the observer subscribed there
+TEST_F(RedisSentinel, campaign_proclaim_and_observe_through_sentinel)
+{
+	auto a = pglease::connect(deployment->url());
+	auto b = pglease::connect(deployment->url());
+	ASSERT_TRUE(a) << a.error();
+	ASSERT_TRUE(b) << b.error();
+	EXPECT_TRUE((*a)->capabilities().election);
+	const std::string e = unique_resource("sentinel-election/");
+	auto observed = std::async(std::launch::async, [&] {
+		auto v = (*b)->observe(e, {}, 5s);
+		return std::make_pair(std::move(v), Clock::now());
+	});
+	std::this_thread::sleep_for(100ms);
+	auto lead = (*a)->campaign(e, "node-a", opts(5s));
+	const auto elected_at = Clock::now();
+	ASSERT_TRUE(lead) << lead.error();
+	EXPECT_TRUE(deployment->node_has(deployment->first_master(), "pglease:value:" + e))
+	    << "the value is not on the master " << deployment->first_master();
+	auto [view, at] = observed.get();
+	ASSERT_TRUE(view) << view.error();
+	EXPECT_TRUE(view->has_leader);
+	EXPECT_EQ(view->term, lead->term());
+	EXPECT_EQ(view->value, "node-a");
+	EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(at - elected_at).count(), 400)
+	    << "told by the re-read, not by the channel";
+	ASSERT_TRUE(lead->proclaim("node-a:2"));
+	auto now = (*b)->leader(e);
+	ASSERT_TRUE(now) << now.error();
+	EXPECT_EQ(now->value, "node-a:2");
+	ASSERT_TRUE(lead->resign());
+	auto gone = (*b)->observe(e, *now, 5s);
+	ASSERT_TRUE(gone) << gone.error();
+	EXPECT_FALSE(gone->has_leader);
 }
 
 TEST_F(RedisSentinel, an_unknown_master_name_is_invalid_argument_naming_it)

@@ -6,7 +6,8 @@
 // name with another password (ZooKeeper's digest scheme accepts any
 // user:password and makes it an identity, so a wrong password is another
 // identity, refused at its first change).  Every message a test sees is
-// checked for the password text.  Never mocked, never skipped.
+// checked for the password text.  Elections get the same ACLs (their
+// folder and <root>/.election).  Never mocked, never skipped.
 #include <chrono>
 #include <future>
 #include <memory>
@@ -75,11 +76,12 @@ public:
 		ok_ = zh_ && eventually([&] { return zoo_state(zh_) == ZOO_CONNECTED_STATE; }, 5s);
 		if (ok_ && !auth.empty()) {
 			std::promise<int> verdict;
-			ok_ = zoo_add_auth(zh_, "digest", auth.data(), static_cast<int>(auth.size()),
-			                   [](int rc, const void *data) {
-				                   static_cast<std::promise<int> *>(const_cast<void *>(data))->set_value(rc);
-			                   },
-			                   &verdict) == ZOK;
+			ok_ = zoo_add_auth(
+			          zh_, "digest", auth.data(), static_cast<int>(auth.size()),
+			          [](int rc, const void *data) {
+				          static_cast<std::promise<int> *>(const_cast<void *>(data))->set_value(rc);
+			          },
+			          &verdict) == ZOK;
 			auto f = verdict.get_future();
 			ok_ = ok_ && f.wait_for(5s) == std::future_status::ready && f.get() == ZOK;
 		}
@@ -284,6 +286,59 @@ TEST_F(ZookeeperAuth, OpenRootIsRefused)
 	    << "the refused acquire's lock node goes with its session";
 }
 
+// an election (docs/election.md "ZooKeeper") gets the ACLs of a lock: its
+// folder and <root>/.election too; anyone may read who leads, nobody else
+// may change the value, break the term or queue; an open .election is refused
+TEST_F(ZookeeperAuth, ElectionsCarryTheCreatorOnlyAcls)
+{
+	auto lead = locker->campaign("payroll", "host-a", opts(5s));
+	ASSERT_TRUE(lead) << lead.error();
+	const std::string folder = root + "/.election/payroll";
+	Raw look;
+	ASSERT_TRUE(look.ok());
+	auto nodes = look.children(folder);
+	ASSERT_EQ(nodes.size(), 1u);
+	const std::string node = folder + "/" + nodes[0];
+	auto acl = look.acl(root);
+	ASSERT_EQ(acl.size(), 2u) << ::testing::PrintToString(acl);
+	EXPECT_EQ(look.acl(root + "/.election"), acl);
+	EXPECT_EQ(look.acl(folder), acl);
+	EXPECT_EQ(look.acl(node), acl);
+	auto reader = pglease::connect("zookeeper://127.0.0.1:" + std::to_string(server->port()) + root, quick());
+	ASSERT_TRUE(reader) << reader.error();
+	auto seen = (*reader)->leader("payroll");
+	ASSERT_TRUE(seen) << seen.error();
+	EXPECT_TRUE(seen->has_leader && seen->value == "host-a" && seen->term == lead->term());
+	Raw attacker("mallory:other");
+	ASSERT_TRUE(attacker.ok());
+	EXPECT_EQ(attacker.set_data(node), ZNOAUTH) << "another identity changed the leader's value";
+	EXPECT_EQ(attacker.remove(node), ZNOAUTH);
+	EXPECT_EQ(attacker.create(folder + "/_c_0-lock-", ZOO_PERSISTENT_SEQUENTIAL), ZNOAUTH);
+	auto p = lead->proclaim("host-b");
+	ASSERT_TRUE(p) << p.error();
+	seen = (*reader)->leader("payroll");
+	ASSERT_TRUE(seen) << seen.error();
+	EXPECT_EQ(seen->value, "host-b");
+	// alice's own root, but .election made open (world:anyone:cdrwa) by a raw session
+	const std::string other_root = root + "-open-election";
+	auto other = pglease::connect(url(other_root), quick());
+	ASSERT_TRUE(other) << other.error();
+	// (on other threads: this one leads, and may not wait for another lease)
+	auto warmup = in_other_thread([&] { return (*other)->try_acquire("warmup", opts(5s)); });
+	ASSERT_TRUE(warmup) << "alice's root made: " << warmup.error();
+	{
+		Raw alice(std::string{"alice:"} + password);
+		ASSERT_TRUE(alice.ok());
+		ASSERT_EQ(alice.create(other_root + "/.election"), ZOK);
+	}
+	auto refused = in_other_thread([&] { return (*other)->campaign("payroll", "host-c", opts(5s)); });
+	ASSERT_FALSE(refused);
+	EXPECT_EQ(refused.error().code, Errc::permission) << refused.error();
+	EXPECT_NE(refused.error().message.find(other_root + "/.election lets world:anyone"), std::string::npos)
+	    << refused.error();
+	EXPECT_TRUE(no_password(refused.error().message));
+}
+
 // without credentials, today's behaviour: world:anyone:cdrwa, so anyone
 // reaching the server can delete a holder's node (what the docs warn of)
 TEST_F(ZookeeperAuth, WithoutCredentialsAnyoneCanBreakALease)
@@ -324,12 +379,13 @@ TEST(ZookeeperAuthUrl, TlsIsRefusedSayingWhy)
 
 TEST(ZookeeperAuthUrl, MalformedCredentialsAreRefusedWithoutThePassword)
 {
-	for (const char *u : {"zookeeper://alice@127.0.0.1:2182", "zookeeper://:s3cret-Pw@127.0.0.1:2182",
-	                      "zookeeper://alice:@127.0.0.1:2182", "zookeeper://alice:s3cret%zz@127.0.0.1:2182",
-	                      "zookeeper://alice:s3cret-Pw@127.0.0.1:0", "zookeeper://alice:s3cret-Pw@127.0.0.1",
-	                      "zookeeper://alice:s3cret-Pw@127.0.0.1:2182/x?other=1",
-	                      "zookeeper://alice:s3cret-Pw@127.0.0.1:2182/x/", "zookeeper://alice:s3cret,Pw@127.0.0.1:2182",
-	                      "zookeeper://127.0.0.1:2181,alice:s3cret-Pw@127.0.0.1:2182"}) {
+	for (const char *u :
+	     {"zookeeper://alice@127.0.0.1:2182", "zookeeper://:s3cret-Pw@127.0.0.1:2182",
+	      "zookeeper://alice:@127.0.0.1:2182", "zookeeper://alice:s3cret%zz@127.0.0.1:2182",
+	      "zookeeper://alice:s3cret-Pw@127.0.0.1:0", "zookeeper://alice:s3cret-Pw@127.0.0.1",
+	      "zookeeper://alice:s3cret-Pw@127.0.0.1:2182/x?other=1",
+	      "zookeeper://alice:s3cret-Pw@127.0.0.1:2182/x/", "zookeeper://alice:s3cret,Pw@127.0.0.1:2182",
+	      "zookeeper://127.0.0.1:2181,alice:s3cret-Pw@127.0.0.1:2182"}) {
 		SCOPED_TRACE(u);
 		auto r = pglease::connect(u);
 		ASSERT_FALSE(r);

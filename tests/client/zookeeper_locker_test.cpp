@@ -2,7 +2,7 @@
 // pglease::connect (so every test also shows that linking pglease::zookeeper
 // registers it), against real ZooKeeper servers started with
 // scripts/zookeeper.sh: one standalone server for the whole suite, a
-// three-server ensemble for the failover test.  Every port is drawn free
+// three-server ensemble for the failover tests (a lease, an election).  Every port is drawn free
 // when its server starts (support.hpp's ScriptServer and ScriptCluster; an
 // ensemble's client, quorum (+100) and election (+200) ports all at once; a
 // bind race retried on new ports; the standalone server stopped and started
@@ -157,7 +157,7 @@ TEST_F(ZookeeperLocker, CapabilitiesAndProviderName)
 {
 	auto c = locker->capabilities();
 	EXPECT_TRUE(c.distributed && c.fencing_token && c.fifo_wait && c.ephemeral && c.durable &&
-	            c.survives_failover);
+	            c.survives_failover && c.election);
 	EXPECT_FALSE(c.fenced_write);
 	EXPECT_EQ(locker->provider(), "ZooKeeper");
 }
@@ -436,6 +436,70 @@ TEST_F(ZookeeperLocker, LeaderStoppedWhileHeldNeverGrantsTwice)
 	          << "; waiter granted with a higher token\n";
 }
 
+// an election through the ensemble's failover: the leader keeps its term
+// (or is told it lost it), a second candidate waits, a follower observing
+// through its own read session keeps being told after its server moved: the
+// handover after the resign reaches it with the higher term
+TEST_F(ZookeeperLocker, ElectionObservedThroughTheEnsemblesFailover)
+{
+	ScriptCluster ensemble{
+	    "zookeeper.sh", 3, {0, 100, 200}, [](std::size_t i, const std::vector<int> &ports) {
+		    return joined(ports) + " " + std::to_string(i + 1);
+	    }};
+	int leader = -1;
+	ASSERT_TRUE(ensemble.start(
+	    [&] {
+		    int followers = 0;
+		    for (std::size_t i = 0; i < 3; i++) {
+			    std::string m;
+			    std::istringstream(ensemble.run(i, "mode").output) >> m;
+			    leader = m == "leader" ? static_cast<int>(i) : leader;
+			    followers += m == "follower";
+		    }
+		    return leader >= 0 && followers == 2;
+	    },
+	    20s))
+	    << "the ensemble elected no leader within 20 s";
+	std::string hosts;
+	for (int port : ensemble.ports())
+		hosts += std::string(hosts.empty() ? "" : ",") + "127.0.0.1:" + std::to_string(port);
+	auto candidates = pglease::connect("zookeeper://" + hosts, quick());
+	auto follower = pglease::connect("zookeeper://" + hosts, quick());
+	ASSERT_TRUE(candidates && follower);
+	auto e = resource();
+	std::mutex mu;
+	std::vector<pglease::LeaderView> seen;
+	auto observer = pglease::ElectionObserver::start(**follower, e, [&](const pglease::LeaderView &v) {
+		std::lock_guard<std::mutex> lk(mu);
+		seen.push_back(v);
+	});
+	ASSERT_TRUE(observer) << observer.error();
+	auto a = in_other_thread([&] { return (*candidates)->campaign(e, "a", opts(4s)); });
+	ASSERT_TRUE(a) << a.error();
+	std::atomic<int> lost{0};
+	a->on_lost([&](const pglease::Error &) { lost++; });
+	auto b = std::async(std::launch::async, [&] { return (*candidates)->campaign(e, "b", opts(4s, 30s)); });
+	auto last_value = [&] {
+		std::lock_guard<std::mutex> lk(mu);
+		return seen.empty() ? std::string{} : seen.back().value;
+	};
+	EXPECT_TRUE(eventually([&] { return last_value() == "a"; }, 5s)) << "the follower never saw a";
+	ASSERT_TRUE(ensemble.stop(static_cast<std::size_t>(leader)));
+	std::this_thread::sleep_for(3s); // a new leader is elected; sessions move to a survivor
+	EXPECT_EQ(b.wait_for(0s), std::future_status::timeout) << "elected beside a live leader";
+	EXPECT_TRUE(a->valid() || lost.load() == 1) << "neither kept nor told it lost its term";
+	(void)a->resign();
+	auto b_lead = b.get();
+	ASSERT_TRUE(b_lead) << b_lead.error();
+	EXPECT_GT(b_lead->term(), a->term());
+	EXPECT_TRUE(eventually([&] { return last_value() == "b"; }, 5s))
+	    << "the follower was not told after the failover";
+	observer->reset();
+	std::lock_guard<std::mutex> lk(mu);
+	for (std::size_t i = 1; i < seen.size(); i++)
+		EXPECT_GE(seen[i].term, seen[i - 1].term) << "the follower went back to a lower term";
+}
+
 // issue 19 defect 5: with the server frozen (SIGSTOP: it keeps its sockets
 // and answers nothing), an acquire ends within wait + statement_grace,
 // whether it reuses a pooled session (its create is sent, and runs when the
@@ -704,9 +768,9 @@ TEST_F(ZookeeperLocker, UrlParserRefusesMalformedHostsAndNeverEchoesAPassword)
 		EXPECT_EQ(r.error().code, Errc::invalid_argument) << bad << ": " << r.error();
 	}
 	// credentials inside the host list, a query: refused, the password never quoted
-	for (const char *secret : {"zookeeper://127.0.0.1:27000,alice:s3cr3tPW@127.0.0.1:27001/x",
-	                           "zookeeper://127.0.0.1:27000/x?password=s3cr3tPW",
-	                           "zookeeper://alice:s3cr3tPW@127.0.0.1:99999"}) {
+	for (const char *secret :
+	     {"zookeeper://127.0.0.1:27000,alice:s3cr3tPW@127.0.0.1:27001/x",
+	      "zookeeper://127.0.0.1:27000/x?password=s3cr3tPW", "zookeeper://alice:s3cr3tPW@127.0.0.1:99999"}) {
 		auto r = pglease::connect(secret);
 		ASSERT_FALSE(r) << secret;
 		EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error();

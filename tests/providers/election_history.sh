@@ -29,7 +29,7 @@ work_dir pglease_election_history
 on_exit '"$REDIS" kill "$WORK/redis" >/dev/null 2>&1 || true
 	"$ETCD" kill "$WORK/etcd" >/dev/null 2>&1 || true
 	"$ZK" kill "$WORK/zookeeper" >/dev/null 2>&1 || true
-	pkill -KILL -f "$WORKER history" 2>/dev/null || true'
+	for f in "$WORK"/*.pid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done; true'
 
 declare -A URL
 URL[postgres]="dbname=pglease_client"

@@ -22,23 +22,33 @@
 // whose reply is lost leaves a lock of at most min(ttl, statement_grace)
 // (see RedisLocker).
 //
-// Keys (not hash-tagged: one node, no Redis Cluster):
+// Keys (not hash-tagged: one node, no Redis Cluster; redis/keys.hpp):
 //   pglease:lock:<resource>      the grant, "<token>:<holder>", PX ttl
 //   pglease:token:<resource>     the token counter (a plain integer, no TTL)
 //   pglease:released:<resource>  the pub/sub channel a release publishes on
+// and for an election (redis/election.cpp, docs/election.md):
+//   pglease:value:<election>     "<term>:<since ms>:<value>", PX the grant's ttl
+//   pglease:election:<election>  the pub/sub channel every change publishes on
 //
 // Access: with the URL's credentials every connection AUTHs first; an ACL
 // user needs the keys pglease:lock:* and pglease:token:*, the channel
 // pglease:released:*, and the commands EVALSHA, EVAL, SUBSCRIBE (the waiters'
 // wake-up; without it they poll), SELECT for a /db other than 0, and those
 // the scripts call: GET, SET, PEXPIRE, PTTL, INCR, DEL, PUBLISH (the
-// ACL SETUSER line: tests/client/redis_auth_test.cpp).  A refused AUTH, a key
-// or a command outside the user's ACL is Errc::permission, and it changes
-// nothing on the server.
+// ACL SETUSER line: tests/client/redis_auth_test.cpp).  Elections add the
+// key pglease:value:*, the channel pglease:election:* and the command TIME
+// (the term's since; tests/client/redis_election_test.cpp).  A refused
+// AUTH, a key or a command outside the user's ACL is Errc::permission, and
+// it changes nothing on the server.
 //
 // Token-level calls: renew and release by (resource, token) compare the
 // lock's value with "<token>:" (any holder) or, given the holder, with the
-// whole "<token>:<holder>", inside the renew or release script.
+// whole "<token>:<holder>", inside the renew or release script.  They are
+// the lock's scripts (a lock-only ACL keeps working), so on an election
+// they touch the lock alone: a release there ends the term at once (the
+// lock says who leads) but publishes no change (observers learn it within
+// their one-second re-read), and a renewal leaves the value key to expire
+// at its own end (leader() then shows the term with an empty value).
 //
 // Sentinel (redis+sentinel://): the recipe runs on the master the Sentinels
 // name (redis/node.hpp follows it through a failover; meanwhile every call
@@ -53,7 +63,8 @@
 // Re-acquire: a holder asking for a key it holds already gets its token back
 // with a new expiry (as the PostgreSQL provider does), so an acquire retried
 // after a lost reply does not wait for itself.  Waiting: retries with
-// jittered backoff, woken early by the release's PUBLISH; not FIFO.
+// jittered backoff, woken early by the release's PUBLISH; not FIFO (a
+// campaign waits the same way).
 #include <algorithm>
 #include <optional>
 #include <thread>
@@ -61,12 +72,16 @@
 #include "detail/provider.hpp"
 #include "detail/backoff.hpp"
 #include "redis/component.hpp"
+#include "redis/election.hpp"
+#include "redis/keys.hpp"
 #include "redis/node.hpp"
 
 namespace pglease::detail {
 
 namespace {
 
+using redis::Keys;
+using redis::keys_of;
 using redis::Node;
 using redis::Reply;
 using redis::Script;
@@ -80,7 +95,13 @@ using redis::Script;
 // most 2^53-1), else PGLEASE_COUNTER: a damaged or hostile counter (abc,
 // 5.5, -3, 9007199254740993) must never hand out a token that repeats or
 // goes down.  INCR then cannot fail, and its result is exact.
-const Script acquire_script{R"lua(
+// acquire_lua defines acquire(prepare): the script's answer, for
+// acquire_script as it is and for campaign_script before it stores the
+// value.  prepare (nil for a lock) runs with the token about to be granted
+// before the first write: Redis checks a script's commands and channels
+// against the user's ACL only when it calls them, and a script is not
+// rolled back, so whatever may be refused runs before anything is written.
+const std::string acquire_lua = R"lua(
 local limit = 9007199254740991
 local function token_of(s)
 	if s == '0' then return 0 end
@@ -89,31 +110,53 @@ local function token_of(s)
 	if n > limit then return nil end
 	return n
 end
-local current = redis.call('GET', KEYS[1])
-if current then
-	local sep = string.find(current, ':', 1, true)
-	if sep and string.sub(current, sep + 1) == ARGV[1] then
-		local token = token_of(string.sub(current, 1, sep - 1))
-		if not token or token < 1 then
-			return redis.error_reply('PGLEASE_LOCK holds no token')
+local function acquire(prepare)
+	local current = redis.call('GET', KEYS[1])
+	if current then
+		local sep = string.find(current, ':', 1, true)
+		if sep and string.sub(current, sep + 1) == ARGV[1] then
+			local token = token_of(string.sub(current, 1, sep - 1))
+			if not token or token < 1 then
+				return redis.error_reply('PGLEASE_LOCK holds no token')
+			end
+			if prepare then prepare(token) end
+			redis.call('PEXPIRE', KEYS[1], ARGV[2])
+			return token
 		end
-		redis.call('PEXPIRE', KEYS[1], ARGV[2])
-		return token
+		return -math.max(redis.call('PTTL', KEYS[1]), 1)
 	end
-	return -math.max(redis.call('PTTL', KEYS[1]), 1)
+	local raw = redis.call('GET', KEYS[2])
+	if raw then
+		local last = token_of(raw)
+		if not last then
+			return redis.error_reply('PGLEASE_COUNTER ' .. (string.gsub(string.sub(raw, 1, 32), '[^%w%.%+%-]', '?')))
+		end
+		if last >= limit then
+			return redis.error_reply('PGLEASE_EXHAUSTED counter')
+		end
+	end
+	if prepare then prepare((token_of(raw or '0') or 0) + 1) end
+	local token = redis.call('INCR', KEYS[2])
+	redis.call('SET', KEYS[1], string.format('%d', token) .. ':' .. ARGV[1], 'PX', ARGV[2])
+	return token
 end
-local raw = redis.call('GET', KEYS[2])
-if raw then
-	local last = token_of(raw)
-	if not last then
-		return redis.error_reply('PGLEASE_COUNTER ' .. (string.gsub(string.sub(raw, 1, 32), '[^%w%.%+%-]', '?')))
-	end
-	if last >= limit then
-		return redis.error_reply('PGLEASE_EXHAUSTED counter')
-	end
-end
-local token = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], string.format('%d', token) .. ':' .. ARGV[1], 'PX', ARGV[2])
+)lua";
+
+const Script acquire_script{acquire_lua + "return acquire()\n"};
+
+// KEYS: lock, counter, value.  ARGV: holder, ttl (ms), value, election
+// channel.  acquire_script's answers; when granted, the value key set to
+// "<term>:<since>:<value>" with the same PX (the term's since kept on a
+// re-campaign), and a change published.  TIME and PUBLISH come before the
+// writes (see acquire_lua); observers read after the script either way.
+const Script campaign_script{acquire_lua + redis::term_value_lua() + R"lua(
+local new, old
+local token = acquire(function(t)
+	new, old = term_value(KEYS[3], string.format('%d', t) .. ':', ARGV[3])
+	if new ~= old then redis.call('PUBLISH', ARGV[4], 'elected') end
+end)
+if type(token) ~= 'number' or token <= 0 then return token end
+redis.call('SET', KEYS[3], new, 'PX', ARGV[2])
 return token
 )lua"};
 
@@ -138,18 +181,19 @@ const Script release_script{std::string{match_lua} + "redis.call('DEL', KEYS[1])
                                                      "redis.call('PUBLISH', ARGV[3], 'released')\n"
                                                      "return 1\n"};
 
-struct Keys {
-	std::string lock;
-	std::string counter;
-	std::string channel;
-};
+// An election's grant: the value key lives and ends with the lock.
+// KEYS: lock, value.  ARGV: match, mode, ttl (ms).  1: both extended; 0: not held.
+const Script renew_leader_script{std::string{match_lua} + "redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+                                                          "redis.call('PEXPIRE', KEYS[2], ARGV[3])\n"
+                                                          "return 1\n"};
 
-Keys
-keys_of(std::string_view resource)
-{
-	std::string r{resource};
-	return Keys{"pglease:lock:" + r, "pglease:token:" + r, "pglease:released:" + r};
-}
+// KEYS: lock, value.  ARGV: match, mode, release channel, election channel.
+// 1: both deleted, waiting candidates and observers told; 0: not held.
+// (Published first: a channel outside the ACL is refused before the DEL.)
+const Script resign_script{std::string{match_lua} + "redis.call('PUBLISH', ARGV[3], 'released')\n"
+                                                    "redis.call('PUBLISH', ARGV[4], 'resigned')\n"
+                                                    "redis.call('DEL', KEYS[1], KEYS[2])\n"
+                                                    "return 1\n"};
 
 // The longest TTL: 2^53-1 ms (about 285,000 years).  PX takes a signed
 // 64-bit count of ms, but the acquire script answers a holder's PTTL
@@ -228,42 +272,82 @@ compare_and(Node &node, const Script &script, const Keys &keys, std::string_view
 	}
 }
 
+// renew_grant / release_grant -- a grant's renewal or release by its whole
+// value: a lock's with the lock scripts, an election's with the scripts
+// that extend or delete the value key with the lock (and tell observers)
+Result<bool>
+renew_grant(Node &node, const Keys &keys, bool election, std::string_view match, milliseconds ttl,
+            milliseconds timeout) noexcept
+{
+	try {
+		const std::string ms = std::to_string(ttl.count());
+		if (!election)
+			return compare_and(node, renew_script, keys, match, "value", ms, timeout);
+		auto done =
+		    integer_of(node.eval(renew_leader_script, {keys.lock, keys.value}, {match, "value", ms}, timeout),
+		               node, keys);
+		if (!done)
+			return done.error();
+		return *done == 1;
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+Result<bool>
+release_grant(Node &node, const Keys &keys, bool election, std::string_view match,
+              milliseconds timeout = {}) noexcept
+{
+	if (!election)
+		return compare_and(node, release_script, keys, match, "value", keys.released, timeout);
+	try {
+		auto done = integer_of(node.eval(resign_script, {keys.lock, keys.value},
+		                                 {match, "value", keys.released, keys.election}, timeout),
+		                       node, keys);
+		if (!done)
+			return done.error();
+		return *done == 1;
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
 // RedisGrant -- one grant: its value names it.  A renewal ends by the grant's
 // local deadline: past it the lease is lost anyway, and a renewal still in
-// flight would only keep a lock nobody counts on.
+// flight would only keep a lock nobody counts on.  An election's grant also
+// proclaims (redis/election.cpp), compared with the lock in the same script.
 class RedisGrant final : public Grant {
 public:
-	RedisGrant(std::shared_ptr<Node> node, Keys keys, std::string value, milliseconds grace,
+	RedisGrant(std::shared_ptr<Node> node, Keys keys, bool election, std::string value, milliseconds grace,
 	           Clock::time_point valid_until)
-	    : node_(std::move(node)), keys_(std::move(keys)), value_(std::move(value)), grace_(grace),
-	      valid_until_(valid_until)
+	    : node_(std::move(node)), keys_(std::move(keys)), election_(election), value_(std::move(value)),
+	      grace_(grace), valid_until_(valid_until)
 	{
 	}
 
 	Result<bool> renew(milliseconds ttl) noexcept override
 	{
-		try {
-			auto sent = Clock::now();
-			auto budget = left_of(valid_until_, grace_);
-			if (budget <= milliseconds{0})
-				return Error{Errc::lost, "", "the local deadline passed before the renewal"};
-			auto renewed = compare_and(*node_, renew_script, keys_, value_, "value",
-			                           std::to_string(ttl.count()), budget);
-			if (renewed && *renewed)
-				valid_until_ = deadline_after(sent, ttl);
-			return renewed;
-		} catch (...) {
-			return Error{Errc::internal, "", "out of memory"};
-		}
+		auto sent = Clock::now();
+		auto budget = left_of(valid_until_, grace_);
+		if (budget <= milliseconds{0})
+			return Error{Errc::lost, "", "the local deadline passed before the renewal"};
+		auto renewed = renew_grant(*node_, keys_, election_, value_, ttl, budget);
+		if (renewed && *renewed)
+			valid_until_ = deadline_after(sent, ttl);
+		return renewed;
 	}
-	Result<bool> release() noexcept override
+	Result<bool> release() noexcept override { return release_grant(*node_, keys_, election_, value_); }
+	Result<bool> proclaim(std::string_view value) noexcept override
 	{
-		return compare_and(*node_, release_script, keys_, value_, "value", keys_.channel);
+		if (!election_)
+			return Grant::proclaim(value);
+		return redis::proclaim(*node_, keys_, value_, value, grace_);
 	}
 
 private:
 	std::shared_ptr<Node> node_;
 	Keys keys_;
+	bool election_;
 	std::string value_;
 	milliseconds grace_;
 	Clock::time_point valid_until_;
@@ -294,6 +378,7 @@ public:
 		Capabilities c;
 		c.distributed = true;
 		c.fencing_token = true; // while the node keeps its data (AOF, appendfsync always), no failover
+		c.election = true;      // redis/election.cpp
 		return c;
 	}
 	std::string_view provider() const noexcept override { return "Redis"; }
@@ -313,7 +398,7 @@ public:
 	{
 		Keys keys = keys_of(resource);
 		return compare_and(*node_, release_script, keys, std::to_string(token) + ":" + std::string{holder},
-		                   holder.empty() ? "token" : "value", keys.channel);
+		                   holder.empty() ? "token" : "value", keys.released);
 	}
 
 protected:
@@ -325,13 +410,36 @@ protected:
 		if (options.strategy != Strategy::lease || options.session_bound)
 			return Error{Errc::invalid_argument, "",
 			             "the Redis provider offers Strategy::lease only (no sessions, no advisory locks)"};
-		return take(resource, options, holder); // acquire() turns a throw into Errc::internal
+		return take(resource, options, holder, nullptr); // acquire() turns a throw into Errc::internal
+	}
+
+	// an election's grant: the lock's, with the value stored beside it
+	Result<Granted> grant_leadership(std::string_view election, std::string_view value,
+	                                 const LeaseOptions &options, const std::string &holder,
+	                                 milliseconds) override
+	{
+		if (options.strategy != Strategy::lease || options.session_bound)
+			return Error{Errc::invalid_argument, "",
+			             "the Redis provider offers Strategy::lease only (no sessions, no advisory locks)"};
+		const std::string kept{value};
+		return take(election, options, holder, &kept);
+	}
+	Result<LeaderView> read_leader(std::string_view election) override
+	{
+		return redis::read_view(*node_, keys_of(election), grace_);
+	}
+	Result<LeaderView> next_leader(std::string_view election, const LeaderView &seen,
+	                               Clock::time_point deadline) override
+	{
+		return redis::next_view(*node_, keys_of(election), seen, deadline, grace_, subscriptions_);
 	}
 
 private:
-	// take -- the acquire script until granted or options.wait is over; the
-	// whole call ends by wait + grace
-	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
+	// take -- the acquire script (the campaign script when value is not
+	// null) until granted or options.wait is over; the whole call ends by
+	// wait + grace
+	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder,
+	                     const std::string *value)
 	{
 		Keys keys = keys_of(resource);
 		const auto start = Clock::now();
@@ -347,14 +455,17 @@ private:
 			if (budget <= milliseconds{0})
 				return not_granted(resource, options);
 			auto sent = Clock::now();
-			auto answer = integer_of(
-			    node_->eval(acquire_script, {keys.lock, keys.counter}, {holder, provisional_ttl}, budget),
-			    *node_, keys);
+			auto answer =
+			    integer_of(value ? node_->eval(campaign_script, {keys.lock, keys.counter, keys.value},
+			                                   {holder, provisional_ttl, *value, keys.election}, budget)
+			                     : node_->eval(acquire_script, {keys.lock, keys.counter},
+			                                   {holder, provisional_ttl}, budget),
+			               *node_, keys);
 			if (!answer)
 				return answer.error();
 			if (*answer > 0)
-				return confirm(resource, std::move(keys), *answer, holder, options.ttl, provisional, sent,
-				               call_deadline);
+				return confirm(resource, std::move(keys), value != nullptr, *answer, holder, options.ttl,
+				               provisional, sent, call_deadline);
 			auto now = Clock::now();
 			if (now >= give_up)
 				return not_granted(resource, options);
@@ -362,7 +473,7 @@ private:
 				// subscribe, then ask again at once: a release published
 				// between the first try and the subscription is not missed
 				subscribed = true;
-				if (auto sub = node_->subscribe(keys.channel, left_of(give_up, grace_)))
+				if (auto sub = node_->subscribe(keys.released, left_of(give_up, grace_)))
 					woken_by_release.emplace(std::move(*sub));
 				continue;
 			}
@@ -380,7 +491,7 @@ private:
 
 	// confirm -- a grant of min(ttl, grace) extended to ttl (see the class
 	// comment); its local deadline counts from the request that set the TTL
-	Result<Granted> confirm(std::string_view resource, Keys keys, std::int64_t token,
+	Result<Granted> confirm(std::string_view resource, Keys keys, bool election, std::int64_t token,
 	                        const std::string &holder, milliseconds ttl, milliseconds provisional,
 	                        Clock::time_point sent, Clock::time_point call_deadline)
 	{
@@ -394,13 +505,12 @@ private:
 			Result<bool> extended =
 			    Error{Errc::unavailable, "", "no time left within wait + statement_grace"};
 			if (budget > milliseconds{0})
-				extended = compare_and(*node_, renew_script, keys, value, "value",
-				                       std::to_string(ttl.count()), budget);
+				extended = renew_grant(*node_, keys, election, value, ttl, budget);
 			if (!extended || !*extended) {
 				std::string why = extended ? std::string{"it expired first (the server answered too late)"}
 				                           : extended.error().message;
 				if (auto left = left_of(call_deadline, grace_); left > milliseconds{0})
-					(void)compare_and(*node_, release_script, keys, value, "value", keys.channel, left);
+					(void)release_grant(*node_, keys, election, value, left);
 				return Error{Errc::unavailable, "",
 				             "lease \"" + std::string{resource} + "\": token " + std::to_string(token) +
 				                 " was granted for " + format_duration(provisional) +
@@ -409,7 +519,8 @@ private:
 			}
 			g.deadline = deadline_after(extended_at, ttl);
 		}
-		g.grant = std::make_unique<RedisGrant>(node_, std::move(keys), std::move(value), grace_, g.deadline);
+		g.grant = std::make_unique<RedisGrant>(node_, std::move(keys), election, std::move(value), grace_,
+		                                       g.deadline);
 		return g;
 	}
 
@@ -422,6 +533,7 @@ private:
 
 	std::shared_ptr<Node> node_;
 	milliseconds grace_;
+	redis::Subscriptions subscriptions_; // observers' channels, kept between observe calls
 };
 
 } // namespace

@@ -19,7 +19,9 @@
 //
 // Token: none.  Redlock's own spec gives no monotonic counter (a majority of
 // INCRs is not one), so token() is 0 and Capabilities::fencing_token false;
-// the token-level renew/release of Locker are refused.  The value is a
+// the token-level renew/release of Locker are refused.  Nor elections
+// (capabilities().election false): their term is a fencing token, so
+// campaign, leader and observe are refused with Errc::invalid_argument.  The value is a
 // random 128-bit hex string per grant plus the holder, "<hex>:<holder>";
 // no re-acquire by holder (each grant's value is new), a holder asking again
 // waits like anyone else.
@@ -236,7 +238,27 @@ protected:
 		return take(resource, options, holder); // acquire() turns a throw into Errc::internal
 	}
 
+	// No elections (capabilities().election false): an election's term is a
+	// fencing token, and Redlock has none (see the banner).
+	Result<Granted> grant_leadership(std::string_view, std::string_view, const LeaseOptions &,
+	                                 const std::string &, milliseconds) override
+	{
+		return no_elections();
+	}
+	Result<LeaderView> read_leader(std::string_view) override { return no_elections(); }
+	Result<LeaderView> next_leader(std::string_view, const LeaderView &, Clock::time_point) override
+	{
+		return no_elections();
+	}
+
 private:
+	static Error no_elections()
+	{
+		return Error{Errc::invalid_argument, "",
+		             "the Redlock provider offers no leader election: a term must be a fencing token, "
+		             "and Redlock has none; use redis:// (one node) or redis+sentinel:// for elections"};
+	}
+
 	// take -- acquire rounds until granted or options.wait is over
 	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
 	{

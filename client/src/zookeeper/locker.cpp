@@ -16,6 +16,12 @@
 //   reconnect by the GUID in its name, never created twice;
 // - a waiter whose wait ends, or whose acquire fails, deletes its node.
 //
+// Elections (zookeeper/election.hpp): the same lock nodes, in the folder
+// <root>/.election/<election> (target.hpp), each node's data the candidate's
+// value rather than its holder label: Curator's LeaderSelector layout.  The
+// grant's proclaim is a versioned setData on its own node; leader() and
+// observe() read through one extra session per locker (ReadSession).
+//
 // Credentials (zookeeper://user:password@...): every session authenticates
 // with the digest scheme (session.hpp), and every node it creates -- the
 // root, its ancestors, the resource's folder, the lock nodes -- gets
@@ -76,6 +82,7 @@
 
 #include "detail/provider.hpp"
 #include "zookeeper/component.hpp"
+#include "zookeeper/election.hpp"
 #include "zookeeper/session.hpp"
 #include "zookeeper/target.hpp"
 
@@ -84,37 +91,9 @@ namespace pglease::detail {
 namespace {
 
 using zookeeper::error_of;
+using zookeeper::lock_nodes_in_order;
 using zookeeper::Session;
 using zookeeper::Target;
-
-constexpr std::string_view lock_marker = "-lock-";
-
-// sequence_of -- the sequence ZooKeeper appended to a lock node's name, or -1
-// for a node that is not one of this recipe's
-long long
-sequence_of(const std::string &name)
-{
-	auto at = name.rfind(lock_marker);
-	if (name.compare(0, 3, "_c_") != 0 || at == std::string::npos)
-		return -1;
-	auto digits = name.substr(at + lock_marker.size());
-	if (digits.size() != 10 ||
-	    !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-		return -1;
-	return std::stoll(digits);
-}
-
-// lock_nodes_in_order -- this recipe's nodes among children, lowest sequence first
-std::vector<std::string>
-lock_nodes_in_order(std::vector<std::string> children)
-{
-	children.erase(std::remove_if(children.begin(), children.end(),
-	                              [](const std::string &n) { return sequence_of(n) < 0; }),
-	               children.end());
-	std::sort(children.begin(), children.end(),
-	          [](const std::string &a, const std::string &b) { return sequence_of(a) < sequence_of(b); });
-	return children;
-}
 
 // protection_prefix -- "_c_<guid>-lock-": a name this acquire alone can have
 std::string
@@ -126,7 +105,7 @@ protection_prefix()
 	std::string guid;
 	for (int i = 0; i < 32; i++)
 		guid += hex[rng() & 15];
-	return "_c_" + guid + std::string{lock_marker};
+	return "_c_" + guid + "-lock-";
 }
 
 // retryable -- an error after which the session may come back
@@ -218,11 +197,14 @@ private:
 // release end within statement_grace (renew: by the local deadline, too).
 class ZookeeperGrant final : public Grant {
 public:
+	// election: the node carries a value (proclaim); version: its data's
+	// version as created
 	ZookeeperGrant(std::unique_ptr<Session> session, std::string node, std::int64_t token,
 	               Clock::time_point deadline, std::shared_ptr<SessionPool> pool, milliseconds session_ttl,
-	               milliseconds grace)
+	               milliseconds grace, bool election, int version)
 	    : session_(std::move(session)), node_(std::move(node)), token_(token), deadline_(deadline),
-	      pool_(std::move(pool)), session_ttl_(session_ttl), grace_(grace)
+	      pool_(std::move(pool)), session_ttl_(session_ttl), grace_(grace), election_(election),
+	      version_(version)
 	{
 		watchdog_ = std::thread([this] { close_at_deadline(); });
 	}
@@ -262,6 +244,27 @@ public:
 				return false; // not our node any more
 			deadline_ = deadline_after(sent, ttl);
 			return true;
+		} catch (...) {
+			return Error{Errc::internal, "", "out of memory"};
+		}
+	}
+
+	// proclaim -- setData on our node, compared with its version in the same
+	// step (zookeeper::publish)
+	Result<bool> proclaim(std::string_view value) noexcept override
+	{
+		if (!election_)
+			return Grant::proclaim(value);
+		try {
+			std::lock_guard<std::mutex> lk(mu_);
+			if (!session_ || session_->closed() || session_->expired())
+				return false;
+			if (!session_->connected())
+				return Error{Errc::unavailable, "",
+				             "zookeeper " + session_->hosts() +
+				                 ": disconnected, the session is not confirmed"};
+			auto until = std::min(deadline_after(Clock::now(), grace_), deadline_);
+			return zookeeper::publish(*session_, node_, token_, version_, value, until, grace_);
 		} catch (...) {
 			return Error{Errc::internal, "", "out of memory"};
 		}
@@ -327,6 +330,8 @@ private:
 	const std::shared_ptr<SessionPool> pool_;
 	const milliseconds session_ttl_;
 	const milliseconds grace_;
+	const bool election_;
+	int version_; // the node's data version we last saw (guarded by mu_)
 	std::thread watchdog_;
 };
 
@@ -349,6 +354,7 @@ public:
 		c.ephemeral = true;         // ends with the session
 		c.durable = true;           // the node is in the replicated, fsynced log
 		c.survives_failover = true; // a quorum keeps node and session
+		c.election = true;          // Curator's LeaderSelector layout (zookeeper/election.hpp)
 		return c;
 	}
 	std::string_view provider() const noexcept override { return "ZooKeeper"; }
@@ -361,7 +367,51 @@ protected:
 			return Error{Errc::invalid_argument, "",
 			             "the ZooKeeper provider has no advisory locks (Strategy::lease or ephemeral: "
 			             "every ZooKeeper grant ends with its session)"};
-		return take(resource, options, holder); // acquire() turns a throw into Errc::internal
+		// acquire() turns a throw into Errc::internal
+		return take(target_.root + "/" + zookeeper::encode_resource(resource), holder, false, resource,
+		            options);
+	}
+
+	// grant_leadership -- a lock in the election's folder whose node carries
+	// the value (a LeaderSelector participant's id) instead of the holder
+	Result<Granted> grant_leadership(std::string_view election, std::string_view value,
+	                                 const LeaseOptions &options, const std::string &, milliseconds) override
+	{
+		if (options.strategy == Strategy::advisory)
+			return Error{Errc::invalid_argument, "",
+			             "the ZooKeeper provider has no advisory elections (Strategy::lease or ephemeral)"};
+		return take(zookeeper::election_folder(target_, election), value, true, election, options);
+	}
+
+	Result<LeaderView> read_leader(std::string_view election) override
+	{
+		auto s = reader_.get(deadline_after(Clock::now(), options_.connect_timeout));
+		if (!s)
+			return s.error();
+		const auto grace = options_.statement_grace;
+		return zookeeper::read_view(**s, zookeeper::election_folder(target_, election), false,
+		                            deadline_after(Clock::now(), grace), grace);
+	}
+
+	// next_leader -- the watches of zookeeper::next_view; a bounded re-read
+	// every second as the safety net.  A read session that expired (the
+	// servers were away longer than its timeout) took its watches with it:
+	// a new one reads and watches again, within the same deadline.
+	Result<LeaderView> next_leader(std::string_view election, const LeaderView &seen,
+	                               Clock::time_point deadline) override
+	{
+		const std::string folder = zookeeper::election_folder(target_, election);
+		for (;;) {
+			// a new read session: connected by the deadline, or at least
+			// within a statement_grace (a wait of 0 still reads once)
+			auto s = reader_.get(std::max(deadline, deadline_after(Clock::now(), options_.statement_grace)));
+			if (!s)
+				return s.error();
+			auto view = zookeeper::next_view(**s, folder, seen, deadline, options_.statement_grace,
+			                                 std::chrono::seconds{1});
+			if (view || !(*s)->expired() || Clock::now() >= deadline)
+				return view;
+		}
 	}
 
 	// max_ttl -- what the C client can carry: it computes two thirds of the
@@ -376,6 +426,7 @@ private:
 	struct LockNode {
 		std::string name;
 		std::int64_t czxid = 0;
+		int version = 0; // of its data
 	};
 	// One acquire's bounds: the wait ends at give_up, every request and the
 	// session setup at until (wait + statement_grace: one deadline for the
@@ -405,7 +456,8 @@ private:
 		return {};
 	}
 
-	// check_owned -- with credentials: the resource's folder and the root let
+	// check_owned -- with credentials: the resource's folder (and an
+	// election's <root>/.election) and the root let
 	// no identity but this client's delete, create, write or re-ACL (READ
 	// only).  Our own lock node's ACL names our identity (the server expands
 	// the "auth" scheme into the ids the session authenticated as).  Checked
@@ -422,7 +474,11 @@ private:
 		for (const auto &entry : mine.acl)
 			if (entry.first == ZOO_PERM_ALL)
 				ours.push_back(entry.second);
-		for (const std::string &path : {folder, target_.root}) {
+		// an election's folder has one more ancestor of ours: <root>/.election
+		std::vector<std::string> paths{folder, target_.root};
+		if (auto parent = folder.substr(0, folder.rfind('/')); parent != target_.root)
+			paths.insert(paths.begin() + 1, parent);
+		for (const std::string &path : paths) {
 			auto a = s.get_acl(path, b.until);
 			if (!a.answered || a.rc != ZOK)
 				return failure(a, s.hosts(), "get_acl " + path, b.bound);
@@ -456,22 +512,22 @@ private:
 			auto a = s.exists(folder + "/" + name, false, b.until);
 			if (!a.answered || a.rc != ZOK)
 				return failure(a, s.hosts(), "exists " + folder + "/" + name, b.bound);
-			return std::optional<LockNode>{LockNode{name, a.stat.czxid}};
+			return std::optional<LockNode>{LockNode{name, a.stat.czxid, a.stat.version}};
 		}
 		return std::optional<LockNode>{};
 	}
 
 	// create_lock_node -- the EPHEMERAL|SEQUENTIAL node, created exactly once
-	Result<LockNode> create_lock_node(Session &s, const std::string &folder, const std::string &holder,
+	Result<LockNode> create_lock_node(Session &s, const std::string &folder, std::string_view data,
 	                                  const Bounds &b)
 	{
 		const std::string prefix = protection_prefix();
 		const std::string path = folder + "/" + prefix;
 		Error last{Errc::unavailable, "", "zookeeper " + s.hosts() + ": could not create the lock node"};
 		for (int attempt = 0; attempt < 4; attempt++) {
-			auto a = s.create(path, holder, ZOO_EPHEMERAL_SEQUENTIAL, b.until);
+			auto a = s.create(path, data, ZOO_EPHEMERAL_SEQUENTIAL, b.until);
 			if (a.answered && a.rc == ZOK)
-				return LockNode{a.path.substr(a.path.rfind('/') + 1), a.stat.czxid};
+				return LockNode{a.path.substr(a.path.rfind('/') + 1), a.stat.czxid, a.stat.version};
 			last = failure(a, s.hosts(), "create " + path, b.bound);
 			if (!a.answered) // it may still be created: the caller's dispose ends it
 				return last;
@@ -518,8 +574,10 @@ private:
 		return s;
 	}
 
-	// take -- create our node, then wait until it is the lowest
-	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder)
+	// take -- create our node in folder (data: a lock's holder label, an
+	// election's value), then wait until it is the lowest
+	Result<Granted> take(const std::string &folder, std::string_view data, bool election,
+	                     std::string_view resource, const LeaseOptions &options)
 	{
 		const auto start = Clock::now();
 		const auto bound = saturating_add(options.wait, options_.statement_grace);
@@ -531,23 +589,22 @@ private:
 				return opened.error();
 			session.session = std::move(*opened);
 		}
-		const std::string folder = target_.root + "/" + zookeeper::encode_resource(resource);
 		if (auto made = ensure_folder(*session, folder, b); !made)
 			return made.error();
-		auto mine = create_lock_node(*session, folder, holder, b);
+		auto mine = create_lock_node(*session, folder, data, b);
 		if (!mine)
 			return mine.error();
 		if (!target_.auth.empty()) {
 			if (auto owned = check_owned(*session, folder, folder + "/" + mine->name, b); !owned)
 				return owned.error(); // the session's dispose deletes our node
 		}
-		return wait_turn(session, folder, *mine, resource, options, b);
+		return wait_turn(session, folder, *mine, election, resource, options, b);
 	}
 
 	// wait_turn -- until our node is the lowest (granted), the wait ends
 	// (timeout: the node is deleted) or a request fails.  On every way out
 	// but a grant, the caller disposes of the session, which ends the node.
-	Result<Granted> wait_turn(Owned &session, const std::string &folder, const LockNode &mine,
+	Result<Granted> wait_turn(Owned &session, const std::string &folder, const LockNode &mine, bool election,
 	                          std::string_view resource, const LeaseOptions &options, const Bounds &b)
 	{
 		const std::string my_path = folder + "/" + mine.name;
@@ -573,7 +630,7 @@ private:
 				g.deadline = deadline_after(checked, options.ttl);
 				g.grant = std::make_unique<ZookeeperGrant>(std::move(session.session), my_path, mine.czxid,
 				                                           g.deadline, pool_, options.ttl,
-				                                           options_.statement_grace);
+				                                           options_.statement_grace, election, mine.version);
 				return g;
 			}
 			if (Clock::now() >= b.give_up) {
@@ -597,6 +654,7 @@ private:
 	Target target_;
 	ClientOptions options_;
 	std::shared_ptr<SessionPool> pool_;
+	zookeeper::ReadSession reader_{target_, options_.connect_timeout};
 };
 
 } // namespace

@@ -95,6 +95,17 @@ created(int rc, const char *value, const Stat *stat, const void *data)
 }
 
 void
+data_done(int rc, const char *value, int value_len, const Stat *stat, const void *data)
+{
+	finish(data, rc, [&](Answer &a) {
+		if (value && value_len > 0)
+			a.data.assign(value, static_cast<std::size_t>(value_len));
+		if (stat)
+			a.stat = *stat;
+	});
+}
+
+void
 void_done(int rc, const void *data)
 {
 	finish(data, rc, [](Answer &) {});
@@ -382,8 +393,8 @@ Session::create(const std::string &path, std::string_view data, int mode, Clock:
 	return run(until, [&](zhandle_t *zh, Call *call) {
 		return zoo_acreate2(zh, path.c_str(), data.empty() ? nullptr : data.data(),
 		                    data.empty() ? -1 : static_cast<int>(data.size()),
-		                    authenticated_ ? &creator_read_acl() : &ZOO_OPEN_ACL_UNSAFE, mode,
-		                    &created, call);
+		                    authenticated_ ? &creator_read_acl() : &ZOO_OPEN_ACL_UNSAFE, mode, &created,
+		                    call);
 	});
 }
 
@@ -396,17 +407,38 @@ Session::remove(const std::string &path, Clock::time_point until) noexcept
 }
 
 Answer
-Session::children(const std::string &path, Clock::time_point until) noexcept
+Session::children(const std::string &path, Clock::time_point until, bool watch) noexcept
 {
 	return run(until, [&](zhandle_t *zh, Call *call) {
-		return zoo_aget_children(zh, path.c_str(), 0, &strings_done, call);
+		return zoo_awget_children(zh, path.c_str(), watch ? &Session::on_event : nullptr,
+		                          watch ? this : nullptr, &strings_done, call);
+	});
+}
+
+Answer
+Session::get_data(const std::string &path, bool watch, Clock::time_point until) noexcept
+{
+	return run(until, [&](zhandle_t *zh, Call *call) {
+		return zoo_awget(zh, path.c_str(), watch ? &Session::on_event : nullptr, watch ? this : nullptr,
+		                 &data_done, call);
+	});
+}
+
+Answer
+Session::set_data(const std::string &path, std::string_view data, int version,
+                  Clock::time_point until) noexcept
+{
+	return run(until, [&](zhandle_t *zh, Call *call) {
+		return zoo_aset(zh, path.c_str(), data.data(), static_cast<int>(data.size()), version, &stat_done,
+		                call);
 	});
 }
 
 Answer
 Session::get_acl(const std::string &path, Clock::time_point until) noexcept
 {
-	return run(until, [&](zhandle_t *zh, Call *call) { return zoo_aget_acl(zh, path.c_str(), &acl_done, call); });
+	return run(until,
+	           [&](zhandle_t *zh, Call *call) { return zoo_aget_acl(zh, path.c_str(), &acl_done, call); });
 }
 
 } // namespace pglease::detail::zookeeper

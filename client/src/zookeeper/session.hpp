@@ -54,8 +54,9 @@ using std::chrono::milliseconds;
 struct Answer {
 	bool answered = false; ///< false: no answer by the deadline (the request may still run)
 	int rc = ZOPERATIONTIMEOUT;
-	Stat stat{};                    ///< exists, create
+	Stat stat{};                    ///< exists, create, get_data, set_data
 	std::string path;               ///< create: the node's name as created
+	std::string data;               ///< get_data: the node's data (empty for none)
 	std::vector<std::string> names; ///< get_children
 	/// get_acl: each entry's perms (ZOO_PERM_*) and "scheme:id"
 	std::vector<std::pair<int, std::string>> acl;
@@ -104,7 +105,14 @@ public:
 	Answer exists(const std::string &path, bool watch, Clock::time_point until) noexcept;
 	Answer create(const std::string &path, std::string_view data, int mode, Clock::time_point until) noexcept;
 	Answer remove(const std::string &path, Clock::time_point until) noexcept;
-	Answer children(const std::string &path, Clock::time_point until) noexcept;
+	/// children, get_data -- watch: a child or data watch whose firing
+	/// counts as an event of this session (an election's observers)
+	Answer children(const std::string &path, Clock::time_point until, bool watch = false) noexcept;
+	Answer get_data(const std::string &path, bool watch, Clock::time_point until) noexcept;
+	/// setData only if the node's version is still `version` (the server
+	/// compares and writes in one step: ZBADVERSION otherwise)
+	Answer set_data(const std::string &path, std::string_view data, int version,
+	                Clock::time_point until) noexcept;
 	Answer get_acl(const std::string &path, Clock::time_point until) noexcept;
 
 	/// The watcher of the session and of every watch it sets (context: this).
@@ -119,7 +127,7 @@ private:
 
 	std::string hosts_;
 	bool authenticated_ = false; // set once in open(): which ACL create() gives
-	zhandle_t *zh_ = nullptr; // set once in open(), cleared by close()
+	zhandle_t *zh_ = nullptr;    // set once in open(), cleared by close()
 	std::mutex mu_;
 	std::condition_variable cv_;
 	std::uint64_t generation_ = 0;

@@ -1,9 +1,11 @@
-// zookeeper/target.cpp -- parsing zookeeper:// URLs and encoding resource
-// names into one path component (target.hpp says what is accepted).
+// zookeeper/target.cpp -- parsing zookeeper:// URLs, encoding resource
+// names into one path component, and the names of the lock nodes in a folder
+// (target.hpp says what is accepted).
 #include "zookeeper/target.hpp"
 
 #include "detail/endpoints.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 namespace pglease::detail::zookeeper {
@@ -111,7 +113,8 @@ parse_url(std::string_view url) noexcept
 		if (auto query = rest.find('?'); query != std::string_view::npos) {
 			auto params = rest.substr(query + 1);
 			for (std::string_view key : {"cacert=", "cert=", "key="})
-				if (params.substr(0, key.size()) == key || params.find("&" + std::string{key}) != std::string_view::npos)
+				if (params.substr(0, key.size()) == key ||
+				    params.find("&" + std::string{key}) != std::string_view::npos)
 					return bad_url(url, std::string{no_tls});
 		}
 		if (rest.find_first_of("?#") != std::string_view::npos)
@@ -161,6 +164,37 @@ encode_resource(std::string_view resource)
 		}
 	}
 	return out;
+}
+
+std::string
+election_folder(const Target &target, std::string_view election)
+{
+	return target.root + "/.election/" + encode_resource(election);
+}
+
+long long
+sequence_of(const std::string &name)
+{
+	static constexpr std::string_view marker = "-lock-";
+	auto at = name.rfind(marker);
+	if (name.compare(0, 3, "_c_") != 0 || at == std::string::npos)
+		return -1;
+	auto digits = name.substr(at + marker.size());
+	if (digits.size() != 10 ||
+	    !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+		return -1;
+	return std::stoll(digits);
+}
+
+std::vector<std::string>
+lock_nodes_in_order(std::vector<std::string> children)
+{
+	children.erase(std::remove_if(children.begin(), children.end(),
+	                              [](const std::string &n) { return sequence_of(n) < 0; }),
+	               children.end());
+	std::sort(children.begin(), children.end(),
+	          [](const std::string &a, const std::string &b) { return sequence_of(a) < sequence_of(b); });
+	return children;
 }
 
 } // namespace pglease::detail::zookeeper

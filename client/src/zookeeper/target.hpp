@@ -1,6 +1,7 @@
 // zookeeper/target.hpp -- where the ZooKeeper provider connects and where its
-// lock nodes live: a zookeeper:// URL (docs/design.md#urls), and the one path
-// component a resource name becomes.
+// lock nodes live: a zookeeper:// URL (docs/design.md#urls), the one path
+// component a resource name becomes, an election's folder, and the names of
+// the lock nodes in a folder.
 //
 // zookeeper://[user:password@]h1:p1[,h2:p2...][/chroot]
 // - user:password: the digest scheme's credentials (%XX escapes decoded; the
@@ -20,6 +21,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pglease/result.hpp"
 
@@ -41,5 +43,18 @@ struct Target {
 /// occur, and no control or non-ASCII byte reaches the server.  "a/b.c"
 /// becomes "a%2Fb%2Ec".  Injective, so two resources never share a folder.
 [[nodiscard]] std::string encode_resource(std::string_view resource);
+
+/// The folder of an election's candidates: <root>/.election/<encoded name>.
+/// No resource's folder (<root>/<encoded>) can be ".election" ('.' is always
+/// encoded), so a lock and an election of the same name never share nodes.
+[[nodiscard]] std::string election_folder(const Target &target, std::string_view election);
+
+/// The sequence ZooKeeper appended to a lock node's name
+/// (_c_<guid>-lock-<10 digits>: Curator's InterProcessMutex with protection,
+/// which its LeaderSelector uses too), or -1 for any other name.
+[[nodiscard]] long long sequence_of(const std::string &name);
+/// The lock nodes among children, lowest sequence (the holder, or the
+/// leader) first; other names left out.
+[[nodiscard]] std::vector<std::string> lock_nodes_in_order(std::vector<std::string> children);
 
 } // namespace pglease::detail::zookeeper

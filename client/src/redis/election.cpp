@@ -1,0 +1,296 @@
+// redis/election.cpp -- leader election on one Redis node (redis://,
+// rediss://, redis+sentinel://): the leader's proclaim, the election's view,
+// and observe by pub/sub.
+//
+// Recipe: an election is the lock recipe of redis/locker.cpp (the Redis
+// distlock page's single-instance lock) with a value: the campaign script
+// takes pglease:lock:<e> exactly as acquire does and, in the same script,
+// sets pglease:value:<e> = "<term>:<since ms>:<value>" with the same PX; the
+// leader's renewal extends both, its resignation deletes both.  The term is
+// the lock's token (the pglease:token:<e> counter); since is the server's
+// TIME when the term began.  The lock key alone says who leads: the value
+// key counts only while its term is the lock's (a value left by an ended
+// term is never shown), so a lock that expires or is broken (DEL) ends the
+// leadership and its value together.
+//
+// Push: every campaign that grants, every proclaim and every resignation
+// PUBLISHes on pglease:election:<e>.  An observer reads the view, SUBSCRIBEs,
+// reads again (a change between the first read and the subscription is not
+// missed), then sleeps until a message, the current grant's PTTL (an expiry
+// publishes nothing), or a one-second re-read (a message lost to a
+// reconnect, a failover to a replica, a grant broken by hand, or a
+// subscription refused by the ACL: then polling once a second).  The
+// subscription is kept for the locker's next observe of that election
+// (Subscriptions, at most 30 s old: behind Sentinel the master may have
+// moved), so a follower calling observe in a loop does not connect each time.
+#include "redis/election.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <thread>
+
+#include "detail/provider.hpp"
+
+namespace pglease::detail::redis {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// The longest sleep between two reads of an observer.
+constexpr milliseconds recheck{1000};
+
+// KEYS: lock, value.  ARGV: grant "<term>:<holder>", "<term>:", value, channel.
+// 1: set and published; 0: the lock no longer holds that grant.  The value
+// key takes the lock's remaining PTTL, so the two still end together.
+// TIME and PUBLISH before the write: Redis checks them against the ACL only
+// when called, and a script is not rolled back.
+const Script proclaim_script{std::string{R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local ttl = redis.call('PTTL', KEYS[1])
+)lua"} + term_value_lua() + R"lua(
+local new = term_value(KEYS[2], ARGV[2], ARGV[3])
+redis.call('PUBLISH', ARGV[4], 'proclaimed')
+if ttl > 0 then
+	redis.call('SET', KEYS[2], new, 'PX', ttl)
+else
+	redis.call('SET', KEYS[2], new)
+end
+return 1
+)lua"};
+
+// KEYS: lock, value, counter.  {lock, value, counter, PTTL of the lock},
+// '' for a missing key.
+const Script read_script{R"lua(
+local lock = redis.call('GET', KEYS[1]) or ''
+local value = redis.call('GET', KEYS[2]) or ''
+local counter = redis.call('GET', KEYS[3]) or ''
+local ttl = -2
+if lock ~= '' then ttl = redis.call('PTTL', KEYS[1]) end
+return {lock, value, counter, ttl}
+)lua"};
+
+// leading_integer -- the decimal integer s starts with, up to stop (or its
+// end); nullopt when there is none or it does not fit
+std::optional<std::int64_t>
+leading_integer(std::string_view s, std::size_t &stop) noexcept
+{
+	std::int64_t n = 0;
+	auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+	if (ec != std::errc{} || end == s.data())
+		return std::nullopt;
+	stop = static_cast<std::size_t>(end - s.data());
+	return n;
+}
+
+// A read: the view and the lock's PTTL (ms; < 0 when none).
+struct Read {
+	LeaderView view;
+	long long pttl = -2;
+};
+
+// view_of -- the read script's answer as a view: the lock names the term;
+// the value key's value and since count only when its term is the lock's
+Result<Read>
+view_of(const Reply &reply, const Node &node)
+{
+	if (!reply.is_array() || reply.elements.size() != 4 || !reply.elements[3].is_integer())
+		return Error{Errc::internal, "",
+		             "redis " + to_string(node.endpoint()) + ": the election's read script answered no view"};
+	const std::string &lock = reply.elements[0].text;
+	const std::string &value = reply.elements[1].text;
+	Read read;
+	read.pttl = reply.elements[3].integer;
+	std::size_t stop = 0;
+	if (lock.empty()) {
+		// nobody leads: the term that ended is at most the counter
+		read.view.term = leading_integer(reply.elements[2].text, stop).value_or(0);
+		return read;
+	}
+	auto term = leading_integer(lock, stop);
+	if (!term || stop >= lock.size() || lock[stop] != ':')
+		return Error{Errc::internal, "",
+		             "redis " + to_string(node.endpoint()) +
+		                 ": the lock holds no \"<token>:<holder>\" (damaged or foreign data)"};
+	read.view.has_leader = true;
+	read.view.term = *term;
+	const std::string prefix = lock.substr(0, stop + 1);
+	if (value.compare(0, prefix.size(), prefix) != 0)
+		return read; // a plain lock on the name, or a value that outlived its term
+	std::string_view rest{value};
+	rest.remove_prefix(prefix.size());
+	auto since = leading_integer(rest, stop);
+	if (!since || stop >= rest.size() || rest[stop] != ':')
+		return read;
+	read.view.value = std::string{rest.substr(stop + 1)};
+	read.view.since = std::chrono::system_clock::time_point{
+	    std::chrono::duration_cast<std::chrono::system_clock::duration>(milliseconds{*since})};
+	return read;
+}
+
+Result<Read>
+read(Node &node, const Keys &keys, milliseconds timeout) noexcept
+{
+	try {
+		auto reply = node.eval(read_script, {keys.lock, keys.value, keys.counter}, {}, timeout);
+		if (!reply)
+			return reply.error();
+		if (reply->is_error())
+			return error_from_reply(*reply, node.endpoint());
+		return view_of(*reply, node);
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+// left -- what is left before deadline, at most cap
+milliseconds
+left(Clock::time_point deadline, milliseconds cap) noexcept
+{
+	if (deadline == Clock::time_point::max())
+		return cap;
+	auto d = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+	return std::clamp(d, milliseconds{0}, cap);
+}
+
+} // namespace
+
+const std::string &
+term_value_lua()
+{
+	// term_value(key, p, v): the value key's new content for the term whose
+	// prefix is p ("<term>:"): the term's own since kept when the key holds
+	// that term already (a re-campaign, a proclaim), else the server's TIME
+	// now in ms; and the key's old content
+	static const std::string lua = R"lua(
+local function term_value(key, p, v)
+	local old = redis.call('GET', key)
+	local since
+	if old and string.sub(old, 1, #p) == p then
+		local rest = string.sub(old, #p + 1)
+		local sep = string.find(rest, ':', 1, true)
+		if sep then since = string.sub(rest, 1, sep - 1) end
+	end
+	if not since then
+		local t = redis.call('TIME')
+		since = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+	end
+	return p .. since .. ':' .. v, old
+end
+)lua";
+	return lua;
+}
+
+Result<bool>
+proclaim(Node &node, const Keys &keys, std::string_view grant, std::string_view value,
+         milliseconds timeout) noexcept
+{
+	try {
+		std::string term_prefix{grant.substr(0, grant.find(':') + 1)};
+		auto reply = node.eval(proclaim_script, {keys.lock, keys.value},
+		                       {grant, term_prefix, value, keys.election}, timeout);
+		if (!reply)
+			return reply.error();
+		if (reply->is_error())
+			return error_from_reply(*reply, node.endpoint());
+		if (!reply->is_integer())
+			return Error{Errc::internal, "",
+			             "redis " + to_string(node.endpoint()) + ": the proclaim script answered no integer"};
+		return reply->integer == 1;
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+Result<LeaderView>
+read_view(Node &node, const Keys &keys, milliseconds timeout) noexcept
+{
+	auto r = read(node, keys, timeout);
+	if (!r)
+		return r.error();
+	return std::move(r->view);
+}
+
+std::optional<Subscription>
+Subscriptions::take(std::string_view channel) noexcept
+{
+	try {
+		std::lock_guard<std::mutex> lk(mu_);
+		const auto too_old = Clock::now() - max_age;
+		idle_.erase(std::remove_if(idle_.begin(), idle_.end(),
+		                           [&](const Subscription &s) { return s.opened < too_old; }),
+		            idle_.end());
+		for (auto it = idle_.begin(); it != idle_.end(); ++it)
+			if (it->subscriber.channel() == channel) {
+				std::optional<Subscription> found{std::move(*it)};
+				idle_.erase(it);
+				return found;
+			}
+	} catch (...) {
+		// a failed lock: no subscription to reuse
+	}
+	return std::nullopt;
+}
+
+void
+Subscriptions::keep(Subscription s) noexcept
+{
+	if (!s.subscriber.usable() || s.opened < Clock::now() - max_age)
+		return;
+	try {
+		std::lock_guard<std::mutex> lk(mu_);
+		if (idle_.size() >= max_idle)
+			idle_.erase(idle_.begin()); // the oldest kept
+		idle_.push_back(std::move(s));
+	} catch (...) {
+		// not kept: the next call subscribes again
+	}
+}
+
+// next_view -- read; subscribe (unless a kept subscription is reused) and
+// read again; then sleep on the channel until a message, the grant's expiry
+// or the re-read interval, and read again
+Result<LeaderView>
+next_view(Node &node, const Keys &keys, const LeaderView &seen, Clock::time_point deadline,
+          milliseconds grace, Subscriptions &kept) noexcept
+{
+	try {
+		std::optional<Subscription> told = kept.take(keys.election);
+		bool reused = told.has_value(), subscribed = reused;
+		for (;;) {
+			auto r = read(node, keys, grace);
+			if (!r)
+				return r.error();
+			if (changed(seen, r->view) || Clock::now() >= deadline) {
+				if (told)
+					kept.keep(std::move(*told));
+				return std::move(r->view);
+			}
+			if (!subscribed) {
+				subscribed = true; // once: without it (refused, unreachable), re-reads alone
+				if (auto sub = node.subscribe(keys.election, std::min(grace, left(deadline, grace))))
+					told.emplace(Subscription{std::move(*sub), Clock::now()});
+				continue;
+			}
+			auto pause = left(deadline, recheck);
+			if (r->view.has_leader && r->pttl >= 0)
+				pause = std::min(pause, milliseconds{r->pttl + 1});
+			if (told && told->subscriber.usable()) {
+				if (auto message = told->subscriber.wait(pause); message)
+					continue;
+				told.reset(); // the subscription broke
+				if (reused) { // it broke while kept (a restart, say): one new one
+					reused = subscribed = false;
+					continue;
+				}
+			}
+			std::this_thread::sleep_for(pause); // re-reads from now on
+		}
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+} // namespace pglease::detail::redis

@@ -1,0 +1,28 @@
+// redis/keys.hpp -- the Redis provider's key and channel names for one
+// resource or election, defined once for the lock recipe (redis/locker.cpp)
+// and the election (redis/election.cpp).  Not hash-tagged: one node, no
+// Redis Cluster.  docs/election.md and locker.cpp's banner list them.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace pglease::detail::redis {
+
+struct Keys {
+	std::string lock;     ///< pglease:lock:<r>: the grant, "<token>:<holder>", PX ttl
+	std::string counter;  ///< pglease:token:<r>: the token (term) counter, no TTL
+	std::string released; ///< pglease:released:<r>: channel, a release wakes waiting candidates
+	std::string value;    ///< pglease:value:<r>: an election's "<term>:<since ms>:<value>", PX ttl
+	std::string election; ///< pglease:election:<r>: channel, every change of the election
+};
+
+inline Keys
+keys_of(std::string_view resource)
+{
+	std::string r{resource};
+	return Keys{"pglease:lock:" + r, "pglease:token:" + r, "pglease:released:" + r, "pglease:value:" + r,
+	            "pglease:election:" + r};
+}
+
+} // namespace pglease::detail::redis
