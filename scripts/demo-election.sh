@@ -64,7 +64,7 @@ done
 
 # the current leader: the writer of the last append, with its term
 last_writer() { sql -c "SELECT writer || ' ' || term FROM leader_log ORDER BY seq DESC LIMIT 1"; }
-in_transaction() { # any of the worker's sessions (PGAPPNAME) is inside a transaction
+in_transaction() { # any of the worker's sessions (PGAPPNAME; its observer's are NAME-observer) is in a transaction
 	[ "$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$1' AND xact_start IS NOT NULL")" != 0 ]
 }
 frozen="" t1=""

@@ -85,9 +85,13 @@ main(int argc, char **argv)
 	const std::string name = argv[1];
 	const auto deadline = Clock::now() + std::chrono::seconds{std::atoi(argv[2])};
 	pglease::Client client{""};
+	// The observer waits in the server (observe sleeps there until the
+	// election changes) on a client of its own, named NAME-observer, so
+	// that pg_stat_activity tells that wait from the leader's writes.
+	pglease::Client observing{"application_name=" + name + "-observer"};
 
 	auto observer = pglease::ElectionObserver::start(
-	    client, election,
+	    observing, election,
 	    [&](const pglease::LeaderView &view) {
 		    say(name, view.has_leader ? "sees leader " + view.value + " term " + std::to_string(view.term)
 		                              : std::string{"sees no leader"});
