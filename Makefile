@@ -35,7 +35,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 .DEFAULT_GOAL := all
-.PHONY: test demo deps client install-client faults ha bench bench-quick db servers stop
+.PHONY: test demo demo-election deps client install-client faults ha bench bench-quick db servers stop
 
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
@@ -48,6 +48,11 @@ test:
 
 demo:
 	scripts/demo.sh
+
+# a leader-elected worker: the leader frozen, a follower elected with a higher
+# term, the frozen leader's fenced write rejected (examples/election/)
+demo-election:
+	scripts/demo-election.sh
 
 # the fault suite in full (the CTest label "faults"; make test runs it quick)
 faults:

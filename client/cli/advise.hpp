@@ -58,13 +58,14 @@ struct AdviseInput {
 	bool write = false;                   // the section writes a shared resource
 	bool strong = false;                  // strong consistency required
 	bool failover = false;                // a crashed holder must hand over fast
+	bool one_active = false;              // exactly one instance active: a leader election
 	bool explain = false;                 // print one "# " line per decision
 	std::string emit;                     // "", "sql" or "cpp"
 };
 
 struct Advice {
 	std::string provider; // Redis, PostgreSQL, ZooKeeper or etcd
-	std::string strategy; // Redlock, Advisory, Ephemeral or Lease
+	std::string strategy; // Redlock, Advisory, Ephemeral, Lease or Election
 	std::chrono::milliseconds ttl{0};
 	std::string safety;                   // fencing or none
 	std::vector<std::string> explanation; // one sentence per decision, no "# " prefix
@@ -88,7 +89,9 @@ struct AdviseResult {
 // With emit "cpp" (every provider: PostgreSQL, Redis, ZooKeeper, etcd) the
 // code is at most 20 lines: the body of a function returning int (1 when the
 // lock is not taken), for a translation unit that includes
-// <pglease/pglease.hpp> and <atomic>.
+// <pglease/pglease.hpp> and <atomic>.  An Election's code campaigns (as a
+// follower it observes the leader until it may campaign again) and names its
+// guard `leadership`.
 [[nodiscard]] std::string render(const Advice &advice, const AdviseInput &input);
 
 // advise_main -- parse argv (argv[0] is "advise"), print the advice on out and

@@ -123,6 +123,8 @@ parse_args(int argc, const char *const *argv)
 			flag = &parsed.input.failover;
 		else if (name == "--explain")
 			flag = &parsed.input.explain;
+		else if (name == "--one-active")
+			flag = &parsed.input.one_active;
 		if (flag != nullptr) {
 			if (inline_value) {
 				parsed.error = std::string{name} + " takes no value";

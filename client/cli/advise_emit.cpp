@@ -4,7 +4,8 @@
 // PostgreSQL as a psql script, or C++ with pglease::Client (the PostgreSQL
 // Locker, for fenced() and with_advisory()); Redis, ZooKeeper and etcd as C++
 // with pglease::connect("redis://...", "redlock://...", "zookeeper://..." or
-// "etcd://...") and the Locker/Lease API, on_lost stopping the work. SQL
+// "etcd://...") and the Locker/Lease API, on_lost stopping the work; an
+// Election as C++ on any of them: campaign, and observe while following. SQL
 // asked of a provider that is not PostgreSQL is one comment line pointing to
 // --emit cpp. Every literal is quoted here, so a resource name cannot break
 // out of the code it is written into.
@@ -252,6 +253,53 @@ emit_consensus_cpp(const Advice &advice, const std::string &resource)
 	       "// the lease is released when `lease` goes out of scope\n";
 }
 
+// election_url -- the placeholder URL of the provider's emitted code
+[[nodiscard]] std::string_view
+election_url(const std::string &provider)
+{
+	if (provider == "PostgreSQL")
+		return emit_postgres_url;
+	if (provider == "Redis")
+		return emit_redis_url;
+	return provider == "ZooKeeper" ? emit_zookeeper_url : emit_etcd_url;
+}
+
+// emit_election_cpp -- campaign for the election; while another instance
+// leads (the campaign's wait ran out), observe it until it changes and
+// campaign again.  The same Locker calls on every provider.
+[[nodiscard]] std::string
+emit_election_cpp(const Advice &advice, const std::string &election)
+{
+	const std::string value = "\"host-1:8080\"";
+	return "// " + advice.provider + " election " + election + ": one instance leads, TTL " +
+	       format_duration(advice.ttl) + " renewed every " + format_duration(advice.ttl / renewals_per_ttl) +
+	       "\n"
+	       "auto locker = pglease::connect(" +
+	       cpp_literal(std::string{election_url(advice.provider)}) +
+	       ");  // your server(s)\n"
+	       "if (!locker)\n"
+	       "    return 1;  // locker.error(): a malformed URL, or the provider not linked in\n" +
+	       lease_options_cpp(advice) + "auto leadership = (*locker)->campaign(" + election + ", " + value +
+	       ", opts);  // publish your address\n"
+	       "pglease::LeaderView seen;  // a follower's last view of the leader: value, term\n"
+	       "while (!leadership && leadership.error().code == pglease::Errc::timeout) {\n"
+	       "    if (auto next = (*locker)->observe(" +
+	       election +
+	       ", seen, opts.wait))  // returns at each change\n"
+	       "        seen = *next;\n"
+	       "    leadership = (*locker)->campaign(" +
+	       election + ", " + value +
+	       ", opts);\n"
+	       "}\n"
+	       "if (!leadership)\n"
+	       "    return 1;  // leadership.error().code: unavailable = retry later\n"
+	       "std::atomic<bool> lost{false};\n"
+	       "leadership->on_lost([&](const pglease::Error&) { lost = true; });\n"
+	       "// the section: lead while !lost; " +
+	       (advice.safety == "fencing" ? "fence each write with" : "send with each write") +
+	       " leadership->term(); resigned at scope end\n";
+}
+
 // no_sql_line -- the comment line for SQL asked of a provider that is not
 // PostgreSQL.
 [[nodiscard]] std::string
@@ -264,6 +312,8 @@ no_sql_line(const Advice &advice)
 emit_cpp(const Advice &advice, const AdviseInput &input)
 {
 	const std::string resource = cpp_literal(input.resource);
+	if (advice.strategy == "Election")
+		return emit_election_cpp(advice, resource);
 	if (advice.provider == "PostgreSQL")
 		return emit_postgres_cpp(advice, resource);
 	if (advice.provider == "Redis")
@@ -276,6 +326,8 @@ emit_cpp(const Advice &advice, const AdviseInput &input)
 std::string
 emit_code(const Advice &advice, const AdviseInput &input)
 {
+	if (input.emit == "sql" && advice.strategy == "Election")
+		return "# an election takes no SQL here: --emit cpp prints the pglease code for it\n";
 	if (input.emit == "sql")
 		return advice.provider == "PostgreSQL" ? emit_sql(advice, input) : no_sql_line(advice);
 	if (input.emit == "cpp")

@@ -12,7 +12,7 @@ render(const Advice &advice, const AdviseInput &input)
 {
 	// with --emit sql the whole output is one psql script: what is not SQL is
 	// a comment, so it can be piped into psql as it is
-	const bool sql = input.emit == "sql" && advice.provider == "PostgreSQL";
+	const bool sql = input.emit == "sql" && advice.provider == "PostgreSQL" && advice.strategy != "Election";
 	const std::string config = sql ? "-- " : "";
 	const std::string note = sql ? "-- " : "# ";
 	std::string text =

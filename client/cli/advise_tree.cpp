@@ -12,6 +12,13 @@
 //    only, never distributed. With memory alone the advice is refused: more
 //    than one instance cannot be coordinated, and one instance needs no
 //    distributed lock (a std::mutex does).
+// 1b. --one-active (exactly one instance active, the others following): a
+//    leader election whatever the section, its term the fencing token.
+//    PostgreSQL Election (lease.fence checks the term in the write's
+//    transaction); else ZooKeeper/etcd (their own election recipes); else a
+//    single Redis node (safety none: Redlock has no election), refused with
+//    --strong.  The TTL is the lease rule's: how long a crashed leader
+//    blocks the next.
 // 2. Section < 1s: PostgreSQL Advisory (pg_advisory_xact_lock, safety none);
 //    else a simple Redis lock (Lease, none); else ZooKeeper/etcd. --write,
 //    --strong and --failover are not consulted: the length decides.
@@ -84,7 +91,17 @@ struct Infra {
 	[[nodiscard]] bool distributed() const noexcept { return postgres || redis || consensus(); }
 };
 
-enum class Choice { pg_advisory, pg_lease, pg_ephemeral, redis_lock, redlock, consensus };
+enum class Choice {
+	pg_advisory,
+	pg_lease,
+	pg_ephemeral,
+	redis_lock,
+	redlock,
+	consensus,
+	pg_election,
+	redis_election,
+	consensus_election
+};
 
 [[nodiscard]] std::string
 join(const std::vector<std::string> &items, std::string_view separator)
@@ -284,10 +301,43 @@ choose_plain(const AdviseInput &input, const Infra &infra, std::vector<std::stri
 	return Choice::consensus;
 }
 
-// choose -- steps 2 to 6 of the tree; nullopt (with refusal set) when none fits.
+// choose_election -- step 1b: --one-active wants a leader election;
+// nullopt (refusal set) for --strong with Redis alone.
+[[nodiscard]] std::optional<Choice>
+choose_election(const AdviseInput &input, const Infra &infra, std::vector<std::string> &why,
+                std::string &refusal)
+{
+	why.push_back("--one-active: exactly one instance active, the others following it: a leader election "
+	              "(campaign, observe), whatever the section's length");
+	if (infra.postgres) {
+		why.push_back("PostgreSQL Election preferred: the term is a fencing token lease.fence checks in the "
+		              "write's own transaction; followers are told of each change by the server");
+		return Choice::pg_election;
+	}
+	if (infra.consensus()) {
+		why.push_back(consensus_name(infra) + " Election: " +
+		              (infra.zookeeper ? "its leader recipe (sequential ephemeral znodes, watches)"
+		                               : "its election recipe (keys under a lease, watches)") +
+		              ", the term a fencing token the storage can check");
+		return Choice::consensus_election;
+	}
+	if (input.strong) {
+		refusal = "--strong needs postgres (with a synchronous standby), zookeeper or etcd in --infra: "
+		          "Redis, even Redlock, is not strongly consistent";
+		return std::nullopt;
+	}
+	why.push_back("Redis Election on one node (Redlock has no election): two leaders are possible "
+	              "after a failover of that node, and Redis checks no write with the term; for fenced "
+	              "writes add postgres, zookeeper or etcd to --infra");
+	return Choice::redis_election;
+}
+
+// choose -- steps 1b to 6 of the tree; nullopt (with refusal set) when none fits.
 [[nodiscard]] std::optional<Choice>
 choose(const AdviseInput &input, const Infra &infra, std::vector<std::string> &why, std::string &refusal)
 {
+	if (input.one_active)
+		return choose_election(input, infra, why, refusal);
 	if (input.section < short_section_limit)
 		return choose_short(input, infra, why);
 	if (input.write)
@@ -392,6 +442,25 @@ advise_consensus(const Infra &infra, const AdviseInput &input, Advice &advice)
 	                                 : "safety fencing: the lock key's revision, checked by the storage");
 }
 
+// advise_election -- an election: a lease with a value, renewed, its TTL
+// how long a crashed leader blocks the next one
+void
+advise_election(Choice choice, const Infra &infra, const AdviseInput &input, Advice &advice)
+{
+	advice.provider = choice == Choice::pg_election      ? std::string{"PostgreSQL"}
+	                  : choice == Choice::redis_election ? std::string{"Redis"}
+	                                                     : consensus_name(infra);
+	advice.strategy = "Election";
+	advice.safety = choice == Choice::redis_election ? "none" : "fencing";
+	renewed_ttl(input, choice == Choice::pg_election,
+	            " (TTL/3); a crashed leader is replaced within the TTL, a resigned one at once", advice);
+	advice.explanation.push_back(
+	    choice == Choice::redis_election
+	        ? "safety none: the term is Redis's INCR counter, and Redis checks no write with it"
+	        : "safety fencing: every term is larger than all earlier ones; pass it with every write "
+	          "(PostgreSQL: lease.fence(election, term)) and a deposed leader's write is rejected");
+}
+
 } // namespace
 
 AdviseResult
@@ -434,6 +503,11 @@ decide(const AdviseInput &input)
 		break;
 	case Choice::consensus:
 		advise_consensus(infra, input, advice);
+		break;
+	case Choice::pg_election:
+	case Choice::redis_election:
+	case Choice::consensus_election:
+		advise_election(*choice, infra, input, advice);
 		break;
 	}
 	result.advice = std::move(advice);

@@ -1,16 +1,18 @@
-// child_process.cpp -- spawn and supervise the command of `pglease run`
-// (see child_process.hpp).
+// child_process.cpp -- spawn and supervise the command of `pglease run` and
+// `pglease elect` (see child_process.hpp).
 #include "child_process.hpp"
 
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 extern char **environ;
@@ -23,10 +25,13 @@ using namespace std::chrono_literals;
 
 // The child signals are passed on to: a signal handler can reach nothing else.
 std::atomic<pid_t> g_child{0};
+// Whether pglease itself was sent one of those signals.
+std::atomic<bool> g_signalled{false};
 
 void
 forward_signal(int sig)
 {
+	g_signalled = true;
 	pid_t child = g_child.load();
 	if (child > 0)
 		kill(child, sig);
@@ -47,17 +52,23 @@ forward_signals_to(pid_t child)
 } // namespace
 
 int
-spawn_command(const std::vector<std::string> &command, std::int64_t token, const std::string &resource,
-              pid_t &child)
+spawn_command(const std::vector<std::string> &command, const Environment &env, pid_t &child)
 {
 	// Everything the child needs is built here: the renewal thread is
 	// running, so setenv, or any allocation between fork and exec, would be
 	// undefined.  posix_spawnp takes the environment explicitly.
-	std::vector<std::string> env_strings = {"PGLEASE_TOKEN=" + std::to_string(token),
-	                                        "PGLEASE_RESOURCE=" + resource};
-	for (char **e = environ; *e; e++)
-		if (std::strncmp(*e, "PGLEASE_TOKEN=", 14) != 0 && std::strncmp(*e, "PGLEASE_RESOURCE=", 17) != 0)
-			env_strings.emplace_back(*e);
+	std::vector<std::string> env_strings;
+	for (const auto &[name, value] : env)
+		env_strings.push_back(name + "=" + value);
+	for (char **e = environ; *e; e++) {
+		const std::string_view entry{*e};
+		const bool replaced = std::any_of(env.begin(), env.end(), [&](const auto &var) {
+			return entry.size() > var.first.size() && entry.compare(0, var.first.size(), var.first) == 0 &&
+			       entry[var.first.size()] == '=';
+		});
+		if (!replaced)
+			env_strings.emplace_back(entry);
+	}
 	std::vector<char *> envp;
 	for (auto &e : env_strings)
 		envp.push_back(e.data());
@@ -100,6 +111,24 @@ supervise(pid_t child, const pglease::Lease &lease, const pglease::CancelToken &
 	}
 	g_child = 0;
 	return end;
+}
+
+bool
+signalled() noexcept
+{
+	return g_signalled.load();
+}
+
+void
+default_signals() noexcept
+{
+	g_child = 0;
+	struct sigaction sa {};
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, nullptr);
+	sigaction(SIGINT, &sa, nullptr);
+	sigaction(SIGHUP, &sa, nullptr);
 }
 
 } // namespace pglease::cli

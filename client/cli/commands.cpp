@@ -58,6 +58,36 @@ commands()
 	     "if the lease is lost, CMD gets SIGTERM, then SIGKILL after --grace.\n"
 	     "exit status: CMD's own (128+N if signal N ended it), or 64 usage, 69 unavailable,\n"
 	     "  75 not acquired within --wait, 76 lease lost, 127 CMD cannot run\n"},
+	    {"elect", DsnUse::any, "campaign for leadership, then run a command while leader",
+	     {
+	         {"name", "ELECTION", Need::required, "the election (1 to 256 bytes)"},
+	         {"value", "VALUE", Need::required, "what the leader publishes, e.g. its address (at most 1024 bytes)"},
+	         {"ttl", "DURATION", Need::optional, "the leadership's time to live, renewed every TTL/3 (default 30s)"},
+	         {"wait", "DURATION", Need::optional, "how long to campaign (default: until elected)"},
+	         {"grace", "DURATION", Need::optional, "after a lost leadership, SIGTERM to SIGKILL (default 5s)"},
+	         {"requeue", "", Need::optional, "campaign again after losing or after CMD exits, until signalled"},
+	     },
+	     "-- CMD [ARGS...]",
+	     "CMD runs with PGLEASE_TERM (the term: a fencing token), PGLEASE_VALUE and PGLEASE_ELECTION\n"
+	     "set while leader; the leadership is renewed every TTL/3 and resigned when CMD exits.  If it\n"
+	     "is lost, CMD gets SIGTERM, then SIGKILL after --grace.  stderr says each step (\"elected\n"
+	     "term T\", \"lost term T\", \"resigned term T\").  With --requeue a CMD that ran under 1s is\n"
+	     "followed by a 1s pause before the next campaign; SIGINT, SIGTERM or SIGHUP end pglease.\n"
+	     "exit status: CMD's own (128+N if signal N ended it), or 64 usage, 69 unavailable,\n"
+	     "  75 not elected within --wait, 76 leadership lost, 127 CMD cannot run\n"},
+	    {"leader", DsnUse::any, "print an election's leader; with --watch, each change",
+	     {
+	         {"name", "ELECTION", Need::required, "the election (1 to 256 bytes)"},
+	         {"watch", "", Need::optional, "print one more line per change, until SIGINT or SIGTERM"},
+	         {"json", "", Need::optional, "one JSON object per line instead of text"},
+	     },
+	     "",
+	     "Prints \"VALUE term T since 2026-01-31T12:00:00.000Z\" (UTC; \"since\" left out where the\n"
+	     "provider does not record it) or \"no leader\", and exits 0 either way; control characters\n"
+	     "of VALUE are printed as \\xHH.  --json: {\"leader\":true,\"value\":...,\"term\":T,\"since\":...}\n"
+	     "or {\"leader\":false,\"term\":T} (T: the last term that ended, 0 if none).  --watch prints\n"
+	     "the current leader, then one line per change (a new term, a proclaimed value, \"no leader\")\n"
+	     "as it happens; a server error is said on stderr and the watch goes on.\n"},
 	    {"acquire", DsnUse::tokens, "take a lease and print its token; it lasts its TTL",
 	     {
 	         {"resource", "NAME", Need::required, "the resource to lock (1 to 256 bytes)"},
@@ -99,6 +129,7 @@ commands()
 	         {"write", "", Need::optional, "the section writes a shared resource"},
 	         {"strong", "", Need::optional, "strong consistency is required"},
 	         {"failover", "", Need::optional, "a crashed holder must hand the lock over fast"},
+	         {"one-active", "", Need::optional, "exactly one instance active, the others following: an election"},
 	         {"explain", "", Need::optional, "add one \"# \" line per decision taken"},
 	         {"emit", "sql|cpp", Need::optional, "add code, 20 lines at most: sql (PostgreSQL), cpp (all)"},
 	     },
@@ -332,7 +363,7 @@ command_help(const Command &command)
 		text += "\nDSN: " + std::string{dsn_precedence} + ".\n";
 	if (!command.details.empty())
 		text += "\n" + std::string{command.details};
-	if (command.name != "run" && command.name != "advise")
+	if (command.name != "run" && command.name != "elect" && command.name != "advise")
 		text += exit_codes;
 	return text;
 }

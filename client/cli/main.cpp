@@ -1,12 +1,13 @@
 // main.cpp -- the pglease command: a distributed flock and lease tools.
 //
-//   pglease [--dsn DSN | --dsn-file PATH] run|acquire|renew|release|status|advise [OPTIONS]
+//   pglease [--dsn DSN | --dsn-file PATH] run|elect|leader|acquire|renew|release|status|advise [OPTIONS]
 //
 // The commands, their flags and the URL schemes of --dsn are the table of
 // commands.hpp, from which the help texts are made too.  This file parses
 // the command line with it and runs acquire, renew, release and status
-// itself; run's command is spawned and watched by child_process.cpp, and
-// advise is advise.hpp's advise_main.
+// itself; run's command is spawned and watched by child_process.cpp, elect
+// and leader are election_commands.cpp's, and advise is advise.hpp's
+// advise_main.
 //
 // The DSN is any URL of pglease::connect, from --dsn, else the first line of
 // --dsn-file, else PGLEASE_DSN, else libpq's environment (PGHOST, PGPORT,
@@ -42,6 +43,8 @@
 
 #include "advise.hpp"
 #include "child_process.hpp"
+#include "cli_support.hpp"
+#include "election_commands.hpp"
 #include "commands.hpp"
 #include "dsn.hpp"
 #include "duration.hpp"
@@ -50,154 +53,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-
-constexpr int exit_usage = 64;
-constexpr int exit_unavailable = 69;
-constexpr int exit_internal = 70;
-constexpr int exit_not_acquired = 75;
-constexpr int exit_lost = 76;
-constexpr int exit_permission = 77;
-
-// The DSN of this run (whichever source gave it): every message printed
-// goes through pglease::cli::shown with it, so its password is never shown.
-std::string g_dsn;
-
-// say -- a message to stderr, its passwords masked
-void
-say(const std::string &message)
-{
-	std::cerr << "pglease: " << pglease::cli::shown(message, g_dsn) << "\n";
-}
-
-std::string
-text_of(const pglease::Error &error)
-{
-	std::ostringstream out;
-	out << error;
-	return out.str();
-}
-
-// usage_error -- the message, and where the usage is (the command's --help,
-// or pglease --help when there is no command)
-int
-usage_error(const std::string &message, std::string_view command = {})
-{
-	say(message);
-	std::cerr << "Try 'pglease " << (command.empty() ? "" : std::string{command} + " ") << "--help'.\n";
-	return exit_usage;
-}
-
-int
-exit_code_for(const pglease::Error &error)
-{
-	switch (error.code) {
-	case pglease::Errc::timeout:
-		return exit_not_acquired;
-	case pglease::Errc::lost:
-		return exit_lost;
-	case pglease::Errc::permission:
-		return exit_permission;
-	case pglease::Errc::invalid_argument:
-		return exit_usage;
-	case pglease::Errc::unavailable:
-	case pglease::Errc::not_installed:
-		return exit_unavailable;
-	case pglease::Errc::nested:
-	case pglease::Errc::internal:
-		return exit_internal;
-	}
-	return exit_internal;
-}
-
-int
-fail(const pglease::Error &error)
-{
-	say(text_of(error));
-	return exit_code_for(error);
-}
-
-// the command's --cacert, --cert and --key (ClientOptions::tls_*)
-pglease::ClientOptions g_options;
-
-// locker_for -- the Locker of a DSN: any URL pglease::connect takes
-std::unique_ptr<pglease::Locker>
-locker_for(const std::string &dsn, int &exit_code)
-{
-	auto locker = pglease::connect(dsn, g_options);
-	if (!locker) {
-		exit_code = fail(locker.error());
-		return nullptr;
-	}
-	return std::move(*locker);
-}
-
-// Options of one subcommand: --name value pairs; `--` ends them.
-struct Args {
-	std::map<std::string, std::string> values;
-	std::vector<std::string> rest;
-};
-
-std::optional<Args>
-parse_args(int argc, char **argv, int first, const pglease::cli::Command &command, std::string &error)
-{
-	Args args;
-	for (int i = first; i < argc; i++) {
-		std::string a = argv[i];
-		if (a == "--") {
-			for (int j = i + 1; j < argc; j++)
-				args.rest.push_back(argv[j]);
-			break;
-		}
-		if (a.rfind("--", 0) != 0) {
-			error = "unexpected argument '" + a + "'";
-			return std::nullopt;
-		}
-		std::string name = a.substr(2), value;
-		auto eq = name.find('=');
-		if (eq != std::string::npos) {
-			value = name.substr(eq + 1);
-			name = name.substr(0, eq);
-		} else if (i + 1 < argc) {
-			value = argv[++i];
-		} else {
-			error = "option --" + name + " needs a value";
-			return std::nullopt;
-		}
-		if (pglease::cli::find_flag(command, name) == nullptr) {
-			error = "unknown option --" + name + " for " + std::string{command.name};
-			return std::nullopt;
-		}
-		args.values[name] = value;
-	}
-	return args;
-}
-
-std::optional<std::chrono::milliseconds>
-duration_arg(const Args &args, const std::string &name, std::optional<std::chrono::milliseconds> fallback,
-             std::string &error)
-{
-	auto it = args.values.find(name);
-	if (it == args.values.end()) {
-		if (!fallback)
-			error = "--" + name + " is required";
-		return fallback;
-	}
-	auto d = pglease::cli::parse_duration(it->second);
-	if (!d)
-		error = "--" + name + ": '" + it->second + "' is not a duration (250ms, 30s, 5m, 2h)";
-	return d;
-}
-
-std::string
-required(const Args &args, const std::string &name, std::string &error)
-{
-	auto it = args.values.find(name);
-	if (it == args.values.end() || it->second.empty()) {
-		error = "--" + name + " is required";
-		return {};
-	}
-	return it->second;
-}
+using namespace pglease::cli; // the shared pieces of cli_support.hpp
 
 std::optional<std::int64_t>
 token_arg(const Args &args, std::string &error)
@@ -302,7 +158,10 @@ cmd_run(const std::string &dsn, const Args &args)
 	lease->on_lost([](const pglease::Error &e) { say("lease lost: " + text_of(e)); });
 
 	pid_t child = 0;
-	if (int rc = pglease::cli::spawn_command(run->command, lease->token(), run->resource, child); rc != 0) {
+	if (int rc = pglease::cli::spawn_command(
+	        run->command,
+	        {{"PGLEASE_TOKEN", std::to_string(lease->token())}, {"PGLEASE_RESOURCE", run->resource}}, child);
+	    rc != 0) {
 		std::cerr << "pglease: cannot run " << run->command[0] << ": " << std::strerror(rc) << "\n";
 		(void)lease->release();
 		return 127;
@@ -489,6 +348,10 @@ run_command(const pglease::cli::Command &command, pglease::cli::DsnSources sourc
 		return usage_error(refusal, command.name);
 	if (command.name == "run")
 		return cmd_run(dsn, *args);
+	if (command.name == "elect")
+		return cmd_elect(dsn, *args);
+	if (command.name == "leader")
+		return cmd_leader(dsn, *args, std::cout);
 	if (command.name == "acquire")
 		return cmd_acquire(dsn, *args);
 	if (command.name == "renew")

@@ -28,7 +28,7 @@ awk '
 		use = substr($0, RSTART, RLENGTH); sub(/.*DsnUse::/, "", use); sub(/,$/, "", use)
 		print "command", cmd, use; next
 	}
-	cmd != "" && match($0, /^[ \t]*\{"[a-z]+", "[^"]*", Need::/) {
+	cmd != "" && match($0, /^[ \t]*\{"[a-z-]+", "[^"]*", Need::/) {
 		split(substr($0, RSTART, RLENGTH), f, "\""); print "flag", cmd, f[2], f[4]
 	}' "$TABLE" >"$WORK/table"
 mapfile -t COMMANDS < <(awk '$1 == "command" { print $2 }' "$WORK/table")
@@ -38,7 +38,7 @@ expect table_is_read "commands.cpp gave ${#COMMANDS[@]} commands and $flag_count
 
 "$PGLEASE" --help >"$WORK/main_help"
 expect main_help_is_short "pglease --help has $(wc -l <"$WORK/main_help") lines" \
-	'[ "$(wc -l <"$WORK/main_help")" -le 16 ]'
+	'[ "$(wc -l <"$WORK/main_help")" -le 18 ]'
 expect main_help_gives_the_dsn_precedence "no '--dsn, else ... --dsn-file ..., else \$PGLEASE_DSN, else libpq' in pglease --help" \
 	'grep -q -- "--dsn, else [^,]*--dsn-file[^,]*, else \$PGLEASE_DSN, else libpq" "$WORK/main_help"'
 expect main_help_says_where_to_read_more "no 'pglease COMMAND --help' or docs/ in pglease --help" \
@@ -81,7 +81,7 @@ for cmd in "${COMMANDS[@]}"; do
 		[ "$flag" = --help ] && continue
 		out="$("$PGLEASE" "$cmd" "$flag" memory:x 2>&1 </dev/null)" || true
 		case "$out" in *"unknown option"*) unknown+=" $flag" ;; esac
-	done < <(sed -n 's/^  \(--[a-z]*\).*/\1/p' "$WORK/help.$cmd")
+	done < <(sed -n 's/^  \(--[a-z-]*\).*/\1/p' "$WORK/help.$cmd")
 	expect "every_flag_in_${cmd}_help_is_parsed" "refused as unknown:$unknown" '[ -z "$unknown" ]'
 	rc=0; out="$("$PGLEASE" "$cmd" --bogus x 2>&1)" || rc=$?
 	expect "${cmd}_refuses_a_flag_not_in_the_table" "exit $rc: $out" \
@@ -186,10 +186,10 @@ expect status_with_an_older_extension_says_alter_extension "exit $rc: $err" \
 # ---- advise: the Strategy line agrees with the explanation on every branch ----
 # The explanation's first "<Provider> <Strategy>" names the four lines' pair;
 # "no lease needed" only for Advisory; it gives the TTL and the safety.
-pairs='(PostgreSQL|Redis|ZooKeeper|etcd) (Advisory|Lease|Ephemeral|Redlock)'
+pairs='(PostgreSQL|Redis|ZooKeeper|etcd) (Advisory|Lease|Ephemeral|Redlock|Election)'
 branches=0
 for section in 200ms 2s 30h; do
-	for flag in "" --write --strong --failover; do
+	for flag in "" --write --strong --failover --one-active; do
 		for infra in postgres redis zookeeper etcd postgres,redis redis,zookeeper redis,etcd zookeeper,etcd; do
 			rc=0
 			"$PGLEASE" advise --resource r --section "$section" --instances 3 --infra "$infra" $flag \

@@ -1,7 +1,9 @@
 // advise_emit_test.cpp -- the C++ that `pglease advise --emit cpp` prints,
 // compiled and run for every provider the tree can choose and pglease
 // implements: PostgreSQL Lease, Ephemeral and Advisory, Redis Lease (one
-// node) and Redis Redlock (three nodes), each against a real server.
+// node) and Redis Redlock (three nodes), etcd Lease, ZooKeeper Ephemeral,
+// and the Election of --one-active on each of PostgreSQL, Redis, etcd and
+// ZooKeeper, each against a real server.
 //
 // How a program is made from the emitted text (the lines after the four lines
 // and the explanation, at most 20, asserted here):
@@ -14,7 +16,10 @@
 //   - the one section line (emit_section_marker) becomes a probe: from another
 //     thread, over another connection, try to take the same resource, and print
 //     "held token N" when that is refused as busy (timeout), "NOT held ..." when
-//     not;
+//     not; for an Election: from another thread, over another connection,
+//     leader() must show the emitted leadership's term and value and a
+//     campaign that does not wait must be refused (timeout), "held token
+//     TERM" then;
 //   - the result is the body of main in a translation unit that includes
 //     <pglease/pglease.hpp>, <pglease/postgres.hpp> (Client::fenced and
 //     with_advisory), <atomic> (the emitted lost flag) and, for the
@@ -114,6 +119,35 @@ probe_refused(const char *url, const char *resource)
 	return refused;
 }
 
+// An election's probe: another connection sees this term as the leader's
+// and cannot win a campaign that does not wait.
+static bool
+probe_elected(const char *url, const char *election, long long term)
+{
+	bool elected = false;
+	std::thread other([&] {
+		auto locker = pglease::connect(url);
+		if (!locker) {
+			std::printf("probe: %s\n", locker.error().message.c_str());
+			return;
+		}
+		auto view = (*locker)->leader(election);
+		if (!view || !view->has_leader || view->term != term || view->value != "host-1:8080") {
+			std::printf("probe: leader() %s\n", view ? (view->has_leader ? "shows another leader" : "shows none")
+			                                          : view.error().message.c_str());
+			return;
+		}
+		pglease::LeaseOptions options;
+		options.ttl = std::chrono::seconds{5};
+		auto won = (*locker)->campaign(election, "probe", options);
+		elected = !won && won.error().code == pglease::Errc::timeout;
+		if (!elected)
+			std::printf("probe: campaign %s\n", won ? "won" : won.error().message.c_str());
+	});
+	other.join();
+	return elected;
+}
+
 // Why the emitted code would return 1 at its connect, for the test's message.
 static void
 report_connect_error(const char *url)
@@ -139,6 +173,21 @@ probe_advisory_refused(const char *url, const char *resource)
 }
 )";
 
+// probe_line -- what the section line becomes for the strategy (see the banner)
+std::string
+probe_line(const std::string &strategy, const std::string &url, const std::string &resource)
+{
+	if (strategy == "Advisory")
+		return "std::printf(\"%s\\n\", probe_advisory_refused(" + url + ", " + resource +
+		       ") ? \"held\" : \"NOT held\");";
+	if (strategy == "Election")
+		return "std::printf(\"%s token %lld\\n\", probe_elected(" + url + ", " + resource +
+		       ", leadership->term()) ? \"held\" : \"NOT held\", static_cast<long "
+		       "long>(leadership->term()));";
+	return "std::printf(\"%s token %lld\\n\", probe_refused(" + url + ", " + resource +
+	       ") ? \"held\" : \"NOT held\", static_cast<long long>(lease->token()));";
+}
+
 struct Case {
 	std::string name;
 	AdviseInput input;
@@ -148,7 +197,8 @@ struct Case {
 };
 
 AdviseInput
-job(std::chrono::milliseconds section, std::set<std::string> infra, bool failover = false)
+job(std::chrono::milliseconds section, std::set<std::string> infra, bool failover = false,
+    bool one_active = false)
 {
 	AdviseInput input;
 	input.resource = "advise/emit/" + std::to_string(getpid());
@@ -156,6 +206,7 @@ job(std::chrono::milliseconds section, std::set<std::string> infra, bool failove
 	input.instances = 4;
 	input.infra = std::move(infra);
 	input.failover = failover;
+	input.one_active = one_active;
 	input.explain = true; // the emitted code must be found after the explanation too
 	input.emit = "cpp";
 	return input;
@@ -246,12 +297,7 @@ protected:
 			if (indent != std::string::npos && line.compare(indent, pglease::cli::emit_section_marker.size(),
 			                                                pglease::cli::emit_section_marker) == 0) {
 				++sections;
-				line = line.substr(0, indent) +
-				       (result.advice->strategy == "Advisory"
-				            ? "std::printf(\"%s\\n\", probe_advisory_refused(" + url + ", " + resource +
-				                  ") ? \"held\" : \"NOT held\");"
-				            : "std::printf(\"%s token %lld\\n\", probe_refused(" + url + ", " + resource +
-				                  ") ? \"held\" : \"NOT held\", static_cast<long long>(lease->token()));");
+				line = line.substr(0, indent) + probe_line(result.advice->strategy, url, resource);
 			}
 			body += "\t" + line + "\n";
 		}
@@ -383,6 +429,35 @@ TEST_F(AdviseEmit, zookeeper_program_compiles_runs_and_holds_the_lease)
 {
 	require_zookeeper();
 	check_emitted_program({"zookeeper_ephemeral", job(2s, {"zookeeper"}), "ZooKeeper/Ephemeral",
+	                       pglease::cli::emit_zookeeper_url, url("zookeeper", {zookeeper_.get()})});
+}
+
+// --one-active: the election program on every provider that has elections
+TEST_F(AdviseEmit, postgres_election_program_compiles_runs_and_leads)
+{
+	require_postgres();
+	check_emitted_program({"postgres_election", job(2s, {"postgres", "redis"}, false, true),
+	                       "PostgreSQL/Election", pglease::cli::emit_postgres_url, ""});
+}
+
+TEST_F(AdviseEmit, redis_election_program_compiles_runs_and_leads)
+{
+	require_redis();
+	check_emitted_program({"redis_election", job(2s, {"redis"}, false, true), "Redis/Election",
+	                       pglease::cli::emit_redis_url, url("redis", {redis_.get()})});
+}
+
+TEST_F(AdviseEmit, etcd_election_program_compiles_runs_and_leads)
+{
+	require_etcd();
+	check_emitted_program({"etcd_election", job(2s, {"etcd"}, false, true), "etcd/Election",
+	                       pglease::cli::emit_etcd_url, url("etcd", {etcd_.get()})});
+}
+
+TEST_F(AdviseEmit, zookeeper_election_program_compiles_runs_and_leads)
+{
+	require_zookeeper();
+	check_emitted_program({"zookeeper_election", job(2s, {"zookeeper"}, false, true), "ZooKeeper/Election",
 	                       pglease::cli::emit_zookeeper_url, url("zookeeper", {zookeeper_.get()})});
 }
 

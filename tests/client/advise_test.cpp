@@ -396,6 +396,75 @@ TEST(AdviseTree, failover_without_postgres_or_redis_uses_zookeeper)
 	          "ZooKeeper/Ephemeral/30s/fencing");
 }
 
+// ---------------------------------------------- step 1b: --one-active
+
+AdviseInput
+one_active(AdviseInput input)
+{
+	input.one_active = true;
+	return input;
+}
+
+TEST(AdviseTree, one_active_with_postgres_is_a_fenced_election_whatever_the_section)
+{
+	EXPECT_EQ(summary(decide(one_active(job(2s, {"postgres", "redis", "etcd"})))),
+	          "PostgreSQL/Election/6s/fencing");
+	// a short section is not an advisory lock here: leadership outlives sections
+	EXPECT_EQ(summary(decide(one_active(job(200ms, {"postgres"})))), "PostgreSQL/Election/1s/fencing");
+	EXPECT_TRUE(
+	    Contains(explanation(decide(one_active(job(2s, {"postgres"})))), "lease.fence(election, term)"));
+}
+
+TEST(AdviseTree, one_active_without_postgres_uses_zookeeper_then_etcd_elections)
+{
+	EXPECT_EQ(summary(decide(one_active(job(2s, {"redis", "etcd", "zookeeper"})))),
+	          "ZooKeeper/Election/6s/fencing");
+	EXPECT_EQ(summary(decide(one_active(job(2s, {"redis", "etcd"})))), "etcd/Election/6s/fencing");
+}
+
+TEST(AdviseTree, one_active_with_redis_only_is_an_unfenced_election_and_refused_with_strong)
+{
+	const AdviseResult result = decide(one_active(job(2s, {"redis"})));
+	EXPECT_EQ(summary(result), "Redis/Election/6s/none");
+	EXPECT_TRUE(Contains(explanation(result), "Redlock has no election"));
+	const AdviseResult strong = decide(one_active(with_flags(job(2s, {"redis"}), false, true, false)));
+	EXPECT_FALSE(strong.advice) << summary(strong);
+	EXPECT_TRUE(Contains(strong.refusal, "--strong"));
+}
+
+TEST(AdviseRender, cpp_election_campaigns_observes_and_names_the_term)
+{
+	for (const char *infra : {"postgres", "redis", "etcd", "zookeeper"}) {
+		AdviseInput input = one_active(job(2s, {infra}));
+		input.explain = true;
+		const std::vector<std::string> lines = emitted_lines(emitting(input, "cpp"));
+		const std::string code = joined(lines);
+		EXPECT_LE(lines.size(), max_emitted_lines) << code;
+		EXPECT_TRUE(Contains(code, "(*locker)->campaign(\"orders\", ")) << code;
+		EXPECT_TRUE(Contains(code, "(*locker)->observe(\"orders\", seen, opts.wait)")) << code;
+		EXPECT_TRUE(Contains(code, "leadership->term()")) << code;
+		const auto sections = std::count_if(lines.begin(), lines.end(), [](const std::string &line) {
+			return line.find(pglease::cli::emit_section_marker) == line.find_first_not_of(' ');
+		});
+		EXPECT_EQ(sections, 1) << code;
+	}
+}
+
+TEST(AdviseRender, emit_sql_for_an_election_is_one_comment_line_pointing_to_cpp)
+{
+	const std::vector<std::string> lines = emitted_lines(emitting(one_active(job(2s, {"postgres"})), "sql"));
+	ASSERT_EQ(lines.size(), 1u) << joined(lines);
+	EXPECT_TRUE(Contains(lines[0], "--emit cpp")) << lines[0];
+}
+
+TEST(AdviseCli, one_active_is_a_switch)
+{
+	const CliRun result = run(base_plus({"--one-active"}));
+	EXPECT_EQ(result.code, 0) << result.err;
+	EXPECT_TRUE(Contains(result.out, "Strategy: Election\n")) << result.out;
+	EXPECT_EQ(run(base_plus({"--one-active=yes"})).code, pglease::cli::advise_exit_usage);
+}
+
 // ------------------------------------------------- step 6: no flag at all
 
 TEST(AdviseTree, plain_long_section_with_postgres_is_a_lease)
