@@ -8,7 +8,7 @@ MODULE_big  = pg_lease
 OBJS        = extension/lease_load.o extension/lease_stats.o extension/lease_wait.o \
               extension/lease_args.o extension/lease_spi.o extension/lease_xact.o \
               extension/lease_session.o extension/lease_acquire.o \
-              extension/lease_grant_ops.o extension/lease_funcs.o
+              extension/lease_grant_ops.o extension/lease_election.o extension/lease_funcs.o
 # The current install script (generated from extension/pg_lease.sql), the
 # released install scripts and every upgrade script, pgvector-style.
 DATA        = extension/$(EXTENSION)--$(EXTVERSION).sql \
@@ -16,7 +16,7 @@ DATA        = extension/$(EXTENSION)--$(EXTVERSION).sql \
 EXTRA_CLEAN = extension/$(EXTENSION)--$(EXTVERSION).sql
 
 # pg_regress suites (sql/, expected/) and isolation specs (tests/isolation/).
-REGRESS        = basic fence transactions bad_input privileges nested session stats
+REGRESS        = basic fence transactions bad_input privileges nested session stats election
 REGRESS_OPTS   = --load-extension=$(EXTENSION)
 ISOLATION      = fence_orders_acquire acquire_waits_for_grant break_waits_for_fence \
                  repeatable_read_conflict failed_takeover_keeps_no_lock rebind_beats_session_takeover

@@ -232,11 +232,11 @@ acquire_session_params(Datum *values, char *nulls, int at, bool session_bound)
 }
 
 /*
- * acquire_grant_params -- $1..$6 of the statements that make a grant
+ * acquire_grant_params -- $1..$7 of the statements that make a grant
  *
  * Q_TAKE_RELEASED, Q_INSERT and Q_TAKE_OVER all start with (resource, ttl,
- * owner, holder, backend_pid, backend_start); the backend is recorded only
- * for a session-bound grant.
+ * owner, holder, backend_pid, backend_start, value); the backend is recorded
+ * only for a session-bound grant, the value only for a campaign.
  */
 static void
 acquire_grant_params(Datum *values, char *nulls, int nparams,
@@ -248,6 +248,8 @@ acquire_grant_params(Datum *values, char *nulls, int nparams,
 	values[3] = CStringGetTextDatum(req->holder);
 	memset(nulls, ' ', nparams);
 	acquire_session_params(values, nulls, 4, req->session_bound);
+	values[6] = req->value != NULL ? CStringGetTextDatum(req->value) : (Datum) 0;
+	nulls[6] = req->value != NULL ? ' ' : 'n';
 }
 
 /*
@@ -274,7 +276,7 @@ acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_t
 	 */
 	if (may_take)
 	{
-		acquire_grant_params(values, nulls, 6, req, caller);
+		acquire_grant_params(values, nulls, 7, req, caller);
 		if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token, &locked) > 0)
 		{
 			lease_count(LEASE_STAT_GRANTS);
@@ -291,7 +293,7 @@ acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_t
 
 	if (!row.found)
 	{
-		acquire_grant_params(values, nulls, 6, req, caller);
+		acquire_grant_params(values, nulls, 7, req, caller);
 
 		/*
 		 * DO NOTHING does not lock a conflicting row: a lost race just
@@ -308,15 +310,19 @@ acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_t
 	{
 		/*
 		 * The same holder (and role) asking again: same token, new expiry,
-		 * and bound to this session if (and only if) this request says so.
+		 * and bound to this session if (and only if) this request says so;
+		 * a campaign's value replaces the grant's.
 		 */
 		if (acquire_row_held_by(&row, caller, req->holder))
 		{
 			values[0] = PointerGetDatum(req->resource);
 			values[1] = Int64GetDatum(row.token);
 			values[2] = IntervalPGetDatum(req->ttl);
-			memset(nulls, ' ', 3);
+			memset(nulls, ' ', 7);
 			acquire_session_params(values, nulls, 3, req->session_bound);
+			values[5] = BoolGetDatum(req->has_value);
+			values[6] = req->value != NULL ? CStringGetTextDatum(req->value) : (Datum) 0;
+			nulls[6] = req->value != NULL ? ' ' : 'n';
 			if (lease_exec_change(Q_EXTEND_SAME_HOLDER, values, nulls, NULL, &locked) == 0)
 				return locked ? LEASE_TRY_BUSY : LEASE_TRY_AGAIN;
 			*token = row.token;
@@ -332,8 +338,8 @@ acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_t
 	 * If a fencing transaction holds the row, this waits for it to end, or
 	 * for the deadline.
 	 */
-	acquire_grant_params(values, nulls, 7, req, caller);
-	values[6] = Int64GetDatum(row.token);
+	acquire_grant_params(values, nulls, 8, req, caller);
+	values[7] = Int64GetDatum(row.token);
 
 	if (lease_exec_change(Q_TAKE_OVER, values, nulls, token, &locked) == 0)
 		return locked ? LEASE_TRY_BUSY : LEASE_TRY_AGAIN;
@@ -522,6 +528,8 @@ lease_acquire_grant(const LeaseRequest *req, int64 *token)
 
 	if (granted)
 	{
+		/* a new term, or a re-acquire's value: observers look again at commit */
+		lease_xact_observers_at_commit(req->res);
 		acquire_remember_grant(req, &caller, *token);
 		if (req->session_bound)
 			lease_session_note_grant(req->res);

@@ -186,6 +186,29 @@ args_holder(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
+ * args_value -- an election's value: NULL (none) or at most
+ * LEASE_MAX_VALUE_BYTES bytes (the server encoding's, checked valid on input)
+ */
+static const char *
+args_value(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *value;
+	int			len;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	value = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(value);
+	if (len > LEASE_MAX_VALUE_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("value is too long"),
+				 errdetail("The value has %d bytes; the limit is %d.",
+						   len, LEASE_MAX_VALUE_BYTES)));
+	return text_to_cstring(value);
+}
+
+/*
  * args_session_bound -- fetch the session_bound flag
  */
 static bool
@@ -210,6 +233,18 @@ lease_args_acquire(FunctionCallInfo fcinfo, LeaseRequest *req)
 	req->holder = args_holder(fcinfo, 3);
 	args_not_negative(req->wait_usecs, "wait");
 	req->session_bound = args_session_bound(fcinfo, 4);
+}
+
+/*
+ * lease_args_acquire_value -- lease.acquire(resource, ttl, wait, holder,
+ * session_bound, value): a campaign
+ */
+void
+lease_args_acquire_value(FunctionCallInfo fcinfo, LeaseRequest *req)
+{
+	lease_args_acquire(fcinfo, req);
+	req->has_value = true;
+	req->value = args_value(fcinfo, 5);
 }
 
 /*
@@ -238,6 +273,40 @@ lease_args_grant(FunctionCallInfo fcinfo, LeaseRequest *req, bool with_ttl)
 	req->token = args_token(fcinfo, 1);
 	if (with_ttl)
 		req->ttl = args_ttl(fcinfo, 2);
+}
+
+/*
+ * lease_args_proclaim -- lease.proclaim(resource, token, value)
+ */
+void
+lease_args_proclaim(FunctionCallInfo fcinfo, LeaseRequest *req)
+{
+	lease_args_grant(fcinfo, req, false);
+	req->has_value = true;
+	req->value = args_value(fcinfo, 2);
+}
+
+/*
+ * lease_args_observe -- lease.observe(election, after_term, after_value, wait)
+ *
+ * after_term NULL or 0 means "I saw no leader"; a negative one was never
+ * issued.  wait is checked as acquire's.
+ */
+void
+lease_args_observe(FunctionCallInfo fcinfo, LeaseRequest *req,
+				   int64 *after_term, const char **after_value)
+{
+	memset(req, 0, sizeof(*req));
+	args_resource(fcinfo, 0, req);
+	*after_term = PG_ARGISNULL(1) ? 0 : PG_GETARG_INT64(1);
+	if (*after_term < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("after_term must not be negative"),
+				 errhint("Pass 0 or NULL when no leader was seen.")));
+	*after_value = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	req->wait_usecs = args_interval_usecs(fcinfo, 3, "wait");
+	args_not_negative(req->wait_usecs, "wait");
 }
 
 /*

@@ -1,12 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * lease_funcs.c
- *		The SQL-callable lease functions: lease.acquire, try_acquire, renew,
- *		release, fence, is_current, break, gc and waiters.
+ *		The SQL-callable lease functions: lease.acquire (both forms),
+ *		try_acquire, renew, proclaim, release, fence, is_current, break, gc,
+ *		waiters, leader and observe.
  *
  * This file owns only the fmgr face of those functions.  Each one builds a
  * LeaseRequest from its arguments (lease_args.c), hands it to the module
- * that does the work (lease_acquire.c, lease_grant_ops.c, lease_wait.c) and
+ * that does the work (lease_acquire.c, lease_grant_ops.c, lease_wait.c,
+ * lease_election.c) and
  * turns the answer into a Datum.  lease.stats() and lease.session_alive()
  * live with what they report (lease_stats.c, lease_session.c).
  *
@@ -14,8 +16,11 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
 #include "pg_lease.h"
 
@@ -156,4 +161,99 @@ lease_waiters(PG_FUNCTION_ARGS)
 	if (n < 0)
 		PG_RETURN_NULL();
 	PG_RETURN_INT32(n);
+}
+
+/*
+ * lease_acquire_value -- lease.acquire(resource, ttl, wait, holder,
+ * session_bound, value): a campaign; the token is the term
+ */
+PG_FUNCTION_INFO_V1(lease_acquire_value);
+
+Datum
+lease_acquire_value(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+	int64		token;
+
+	lease_args_acquire_value(fcinfo, &req);
+	if (!lease_acquire_grant(&req, &token))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(token);
+}
+
+/*
+ * lease_proclaim -- lease.proclaim(resource, token, value)
+ */
+PG_FUNCTION_INFO_V1(lease_proclaim);
+
+Datum
+lease_proclaim(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+
+	lease_args_proclaim(fcinfo, &req);
+	PG_RETURN_BOOL(lease_grant_proclaim(&req));
+}
+
+/*
+ * funcs_leader_datum -- (value, term, since, expires_at), all NULL when
+ * nobody leads
+ */
+static Datum
+funcs_leader_datum(FunctionCallInfo fcinfo, const LeaseLeader *leader)
+{
+	TupleDesc	desc;
+	Datum		values[4] = {0};
+	bool		nulls[4] = {true, true, true, true};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	desc = BlessTupleDesc(desc);
+	if (leader->found)
+	{
+		if (leader->value != NULL)
+		{
+			values[0] = CStringGetTextDatum(leader->value);
+			nulls[0] = false;
+		}
+		values[1] = Int64GetDatum(leader->term);
+		values[2] = TimestampTzGetDatum(leader->since);
+		values[3] = TimestampTzGetDatum(leader->expires_at);
+		nulls[1] = nulls[2] = nulls[3] = false;
+	}
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
+/*
+ * lease_leader -- lease.leader(election): its current grant
+ */
+PG_FUNCTION_INFO_V1(lease_leader);
+
+Datum
+lease_leader(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+	LeaseLeader leader;
+
+	lease_args_resource(fcinfo, &req);
+	lease_election_read(req.resource, &leader);
+	return funcs_leader_datum(fcinfo, &leader);
+}
+
+/*
+ * lease_observe -- lease.observe(election, after_term, after_value, wait)
+ */
+PG_FUNCTION_INFO_V1(lease_observe);
+
+Datum
+lease_observe(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+	LeaseLeader leader;
+	int64		after_term;
+	const char *after_value;
+
+	lease_args_observe(fcinfo, &req, &after_term, &after_value);
+	lease_election_observe(&req, after_term, after_value, &leader);
+	return funcs_leader_datum(fcinfo, &leader);
 }

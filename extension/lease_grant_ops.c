@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * lease_grant_ops.c
- *		What is done to a grant once it exists: renew, release and fence
- *		(one shared path), is_current, break and gc.
+ *		What is done to a grant once it exists: renew, proclaim, release and
+ *		fence (one shared path), is_current, break and gc.
  *
- * Renew, release and fence act on exactly one grant, named by (resource,
+ * Renew, proclaim, release and fence act on exactly one grant, named by (resource,
  * token), and only for the role that acquired it (or a superuser).  They
  * share grant_act(): run the statement on exactly that grant; when it finds
  * nothing, tell "not yours" (42501) apart from "not current" by reading the
@@ -18,6 +18,7 @@
 #include "access/xact.h"
 #include "common/int.h"
 #include "executor/spi.h"
+#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "pg_lease.h"
@@ -25,7 +26,7 @@
 /*
  * grant_check_owner -- after a no-op on (resource, token): was it someone else's?
  *
- * Renew, release and fence act only on grants of the calling role.  Nothing
+ * Renew, proclaim, release and fence act only on grants of the calling role.  Nothing
  * was changed when this raises.
  */
 static void
@@ -48,9 +49,10 @@ grant_check_owner(const LeaseCaller *caller, const LeaseRequest *req, const char
 }
 
 /*
- * grant_act -- run renew, release or fence on exactly (resource, token)
+ * grant_act -- run renew, proclaim, release or fence on exactly (resource, token)
  *
- * The statements take ($1 resource, $2 token, [$3 ttl,] owner, is_superuser).
+ * The statements take ($1 resource, $2 token, [$3 ttl or value,] owner,
+ * is_superuser).
  * Renew and release are conditional changes (no lock kept when they change
  * nothing); fence only reads, and its FOR SHARE must last to the end of the
  * transaction.  Returns whether the grant was current and the caller's;
@@ -64,19 +66,26 @@ grant_act(const LeaseRequest *req, LeaseQuery q, const char *action)
 	int			n = 0;
 	bool		done;
 
-	Assert(q == Q_RENEW || q == Q_RELEASE || q == Q_FENCE);
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	Assert(q == Q_RENEW || q == Q_PROCLAIM || q == Q_RELEASE || q == Q_FENCE);
 
 	lease_begin(&caller);
 	values[n++] = PointerGetDatum(req->resource);
 	values[n++] = Int64GetDatum(req->token);
 	if (q == Q_RENEW)
 		values[n++] = IntervalPGetDatum(req->ttl);
+	if (q == Q_PROCLAIM)
+	{
+		nulls[n] = req->value != NULL ? ' ' : 'n';
+		values[n++] = req->value != NULL ? CStringGetTextDatum(req->value) : (Datum) 0;
+	}
 	values[n++] = ObjectIdGetDatum(caller.role);
 	values[n++] = BoolGetDatum(caller.is_superuser);
 	if (q == Q_FENCE)
-		done = lease_exec(q, values, NULL) > 0;
+		done = lease_exec(q, values, nulls) > 0;
 	else
-		done = lease_exec_change(q, values, NULL, NULL, NULL) > 0;
+		done = lease_exec_change(q, values, nulls, NULL, NULL) > 0;
 	if (!done)
 		grant_check_owner(&caller, req, action);
 	lease_end(&caller);
@@ -100,6 +109,25 @@ lease_grant_renew(const LeaseRequest *req)
 	else
 		lease_count(LEASE_STAT_FAILED_RENEWALS);
 	return renewed;
+}
+
+/*
+ * lease_grant_proclaim -- set the grant's value; false if not current
+ *
+ * Its observers are woken when this transaction commits.
+ */
+bool
+lease_grant_proclaim(const LeaseRequest *req)
+{
+	bool		proclaimed = grant_act(req, Q_PROCLAIM, "proclaim on");
+
+	if (proclaimed)
+	{
+		lease_xact_observers_at_commit(req->res);
+		/* observers told of a value must not see it vanish in a crash */
+		ForceSyncCommit();
+	}
+	return proclaimed;
 }
 
 /*

@@ -69,8 +69,8 @@
 
 /*
  * An UPDATE that makes the row a new grant: $1 resource, $2 ttl, $3 owner,
- * $4 holder, $5 backend_pid, $6 backend_start (the order lease_acquire.c's
- * acquire_grant_params fills); the caller appends its WHERE.
+ * $4 holder, $5 backend_pid, $6 backend_start, $7 value (the order
+ * lease_acquire.c's acquire_grant_params fills); the caller appends its WHERE.
  */
 #define LEASE_NEW_GRANT \
 	"UPDATE lease.grants SET token = " LEASE_NEXT_TOKEN "," \
@@ -79,6 +79,7 @@
 	"       renewed_at = pg_catalog.clock_timestamp()," \
 	"       owner = $3, released = false, backend_pid = $5, backend_start = $6," \
 	"       holder = $4"
+#define LEASE_SET_VALUE ", value = $7"
 
 typedef struct LeaseQueryDef
 {
@@ -99,11 +100,11 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	 * evaluated again for it, after the row lock is held.
 	 */
 	[Q_TAKE_RELEASED] = {
-		LEASE_NEW_GRANT
+		LEASE_NEW_GRANT LEASE_SET_VALUE
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
 		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
 		" RETURNING token",
-		6, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
 	},
 	[Q_READ_ROW] = {
 		"SELECT token, holder, owner, expires_at, released,"
@@ -115,14 +116,14 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	},
 	[Q_INSERT] = {
 		"INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at,"
-		"                          owner, released, backend_pid, backend_start, holder)"
+		"                          owner, released, backend_pid, backend_start, holder, value)"
 		" VALUES ($1, " LEASE_NEXT_TOKEN ","
 		"         pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2,"
 		"         pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
-		"         $3, false, $5, $6, $4)"
+		"         $3, false, $5, $6, $4, $7)"
 		" ON CONFLICT (resource) DO NOTHING"
 		" RETURNING token",
-		6, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
 	},
 	/*
 	 * Take over exactly the grant seen, if it is over: expired, or its
@@ -130,26 +131,29 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	 * so a re-acquire that moved the grant to a live session meanwhile wins.
 	 */
 	[Q_TAKE_OVER] = {
-		LEASE_NEW_GRANT
-		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $7"
+		LEASE_NEW_GRANT LEASE_SET_VALUE
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $8"
 		"   AND NOT (" LEASE_CURRENT ")"
 		" RETURNING token",
-		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID}
+		8, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT8OID}
 	},
 	/*
 	 * The same holder asking again states the grant's terms again: the new
 	 * expiry, and the session binding of this request ($4, $5: NULL unless
-	 * session_bound), so a retry from a new connection binds it there.
+	 * session_bound), so a retry from a new connection binds it there; a
+	 * campaign ($6 true) states its value ($7) again too, a plain acquire
+	 * keeps the value.
 	 */
 	[Q_EXTEND_SAME_HOLDER] = {
 		"UPDATE lease.grants"
 		"   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
 		"       renewed_at = pg_catalog.clock_timestamp(),"
-		"       backend_pid = $4, backend_start = $5"
+		"       backend_pid = $4, backend_start = $5,"
+		"       value = CASE WHEN $6 THEN $7 ELSE value END"
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
 		"   AND " LEASE_CURRENT
 		" RETURNING token",
-		5, {TEXTOID, INT8OID, INTERVALOID, INT4OID, TIMESTAMPTZOID}
+		7, {TEXTOID, INT8OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TEXTOID}
 	},
 	[Q_RENEW] = {
 		"UPDATE lease.grants"
@@ -160,6 +164,21 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		"   AND (owner OPERATOR(pg_catalog.=) $4 OR $5)"
 		" RETURNING token",
 		5, {TEXTOID, INT8OID, INTERVALOID, OIDOID, BOOLOID}
+	},
+	/* A proclamation: the value of exactly the current grant (resource, token). */
+	[Q_PROCLAIM] = {
+		"UPDATE lease.grants SET value = $3"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		"   AND (owner OPERATOR(pg_catalog.=) $4 OR $5)"
+		" RETURNING token",
+		5, {TEXTOID, INT8OID, TEXTOID, OIDOID, BOOLOID}
+	},
+	/* An election's leader: its current grant, if any (what lease.leases shows). */
+	[Q_LEADER] = {
+		"SELECT value, token, granted_at, expires_at FROM lease.grants"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND " LEASE_CURRENT,
+		1, {TEXTOID}
 	},
 	[Q_OWNER_OF] = {
 		"SELECT owner FROM lease.grants"
@@ -203,7 +222,56 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	},
 };
 
-static SPIPlanPtr lease_plans[LEASE_NUM_QUERIES];
+/*
+ * The statements that name lease.grants.value, as they run on a schema from
+ * before 0.3.0 (no such column): this library may run against a database
+ * not yet updated with ALTER EXTENSION pg_lease UPDATE, where only the old
+ * SQL functions exist, none of which states a value.  The parameters are
+ * the same; $6 and $7 (the value) are left unused.
+ */
+static const LeaseQueryDef lease_queries_pre_0_3[LEASE_NUM_QUERIES] = {
+	[Q_TAKE_RELEASED] = {
+		LEASE_NEW_GRANT
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
+		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+		" RETURNING token",
+		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
+	},
+	[Q_INSERT] = {
+		"INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at,"
+		"                          owner, released, backend_pid, backend_start, holder)"
+		" VALUES ($1, " LEASE_NEXT_TOKEN ","
+		"         pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2,"
+		"         pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
+		"         $3, false, $5, $6, $4)"
+		" ON CONFLICT (resource) DO NOTHING"
+		" RETURNING token",
+		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
+	},
+	[Q_TAKE_OVER] = {
+		LEASE_NEW_GRANT
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $8"
+		"   AND NOT (" LEASE_CURRENT ")"
+		" RETURNING token",
+		8, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT8OID}
+	},
+	[Q_EXTEND_SAME_HOLDER] = {
+		"UPDATE lease.grants"
+		"   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
+		"       renewed_at = pg_catalog.clock_timestamp(),"
+		"       backend_pid = $4, backend_start = $5"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		" RETURNING token",
+		7, {TEXTOID, INT8OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TEXTOID}
+	},
+};
+
+/* Plans, per schema: [0] since 0.3.0, [1] before it. */
+static SPIPlanPtr lease_plans[2][LEASE_NUM_QUERIES];
+
+/* Has lease.grants the value column (0.3.0 on)?  Set by lease_begin. */
+static bool schema_has_value = true;
 
 /* The search path of every statement: pg_catalog alone, no temp schema. */
 static OverrideSearchPath catalog_only = {NIL, true, false, 0};
@@ -239,6 +307,7 @@ lease_begin(LeaseCaller *caller)
 		elog(ERROR, "cache lookup failed for relation %u", relid);
 	table_owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
 	ReleaseSysCache(tuple);
+	schema_has_value = (get_attnum(relid, "value") != InvalidAttrNumber);
 
 	GetUserIdAndSecContext(&caller->saved_userid, &caller->saved_sec_context);
 	SetUserIdAndSecContext(table_owner,
@@ -274,15 +343,18 @@ lease_end(LeaseCaller *caller)
  * lease_exec -- run one of the prepared statements
  *
  * Plans are prepared once per backend and kept; the plan cache re-plans them
- * if the extension is dropped and re-created.
+ * if the extension is dropped and re-created.  A schema from before 0.3.0
+ * gets the statements without the value column.
  */
 uint64
 lease_exec(LeaseQuery q, Datum *values, const char *nulls)
 {
-	const LeaseQueryDef *def = &lease_queries[q];
+	int			old = (!schema_has_value && lease_queries_pre_0_3[q].sql != NULL);
+	const LeaseQueryDef *def = old ? &lease_queries_pre_0_3[q] : &lease_queries[q];
+	SPIPlanPtr *planp = &lease_plans[old][q];
 	int			rc;
 
-	if (lease_plans[q] == NULL)
+	if (*planp == NULL)
 	{
 		SPIPlanPtr	plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
 
@@ -291,10 +363,10 @@ lease_exec(LeaseQuery q, Datum *values, const char *nulls)
 				 (int) q, SPI_result_code_string(SPI_result));
 		if (SPI_keepplan(plan) != 0)
 			elog(ERROR, "SPI_keepplan failed");
-		lease_plans[q] = plan;
+		*planp = plan;
 	}
 
-	rc = SPI_execute_plan(lease_plans[q], values, nulls, false, 0);
+	rc = SPI_execute_plan(*planp, values, nulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "pg_lease query %d failed: %s", (int) q, SPI_result_code_string(rc));
 	return SPI_processed;

@@ -40,6 +40,14 @@
  * Without preload there is no queue: every waiter re-tries at the expiry
  * instant and at least every lease.poll_interval.
  *
+ * The same slots hold observers (lease.observe, lease_election.c): a backend
+ * observing an election marks its slot `observing` with the resource, never
+ * `in_use`, so it is neither a waiter nor a head.  Every change of a
+ * resource's leader wakes all its observers: at the commit of a grant,
+ * re-acquire, proclaim, release or break (lease_xact.c), at COMMIT PREPARED
+ * of a release or break, and at the exit of a backend holding session-bound
+ * grants.  Observer wake-ups are not counted in wakeups (waiters only).
+ *
  * Every latch set here is counted (lease.stats() column wakeups).
  *
  * Locking notes: WaitQueue.lock (a named LWLock tranche) protects every slot
@@ -76,6 +84,8 @@ typedef struct WaitSlot
 	uint64		ticket;			/* arrival order */
 	Oid			dbid;
 	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];
+	/* observing `resource` of `dbid` (lease.observe); never with in_use */
+	bool		observing;
 	/* set by a backend that exits holding session-bound grants */
 	int			exited_pid;
 	TimestampTz exited_start;
@@ -109,6 +119,8 @@ static WaitSlot *my_slot = NULL;
 static bool exit_hook_registered = false;
 
 static void queue_exit_hook(int code, Datum arg);
+static void queue_wake_observers(Oid dbid, const char *resource);
+static void queue_wake_observers_database(Oid dbid);
 
 /*
  * lease_queue_shmem_size -- shared memory for the queue
@@ -246,6 +258,19 @@ lease_queue_may_take(const char *resource)
 }
 
 /*
+ * queue_register_exit_hook -- leave queue and observers at backend exit
+ */
+static void
+queue_register_exit_hook(void)
+{
+	if (!exit_hook_registered)
+	{
+		before_shmem_exit(queue_exit_hook, (Datum) 0);
+		exit_hook_registered = true;
+	}
+}
+
+/*
  * lease_queue_join -- join the tail of a resource's queue
  */
 void
@@ -256,12 +281,7 @@ lease_queue_join(const char *resource)
 	Assert(lease_queue_enabled());
 	Assert(my_slot == NULL);
 
-	if (!exit_hook_registered)
-	{
-		before_shmem_exit(queue_exit_hook, (Datum) 0);
-		exit_hook_registered = true;
-	}
-
+	queue_register_exit_hook();
 	slot = &wait_queue->slots[MyBackendId - 1];
 	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
 	slot->pgprocno = MyProc->pgprocno;
@@ -296,6 +316,96 @@ lease_queue_leave(void)
 	if (was_head)
 		queue_wake_head(my_slot->dbid, resource);
 	my_slot = NULL;
+	LWLockRelease(wait_queue->lock);
+}
+
+/*
+ * lease_observe_join -- observe a resource: its changes set this backend's latch
+ *
+ * Caller checked lease_queue_enabled().  A backend observes one resource at
+ * a time, and never while it waits in the queue (both are one statement).
+ */
+void
+lease_observe_join(const char *resource)
+{
+	WaitSlot   *slot;
+
+	Assert(lease_queue_enabled());
+	queue_register_exit_hook();
+	slot = &wait_queue->slots[MyBackendId - 1];
+	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	slot->pgprocno = MyProc->pgprocno;
+	slot->dbid = MyDatabaseId;
+	strlcpy(slot->resource, resource, sizeof(slot->resource));
+	slot->observing = true;
+	LWLockRelease(wait_queue->lock);
+}
+
+/*
+ * lease_observe_leave -- stop observing; safe to call from error and exit paths
+ */
+void
+lease_observe_leave(void)
+{
+	WaitSlot   *slot;
+
+	if (!lease_queue_enabled())
+		return;
+	slot = &wait_queue->slots[MyBackendId - 1];
+	if (!slot->observing)
+		return;
+	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	slot->observing = false;
+	LWLockRelease(wait_queue->lock);
+}
+
+/*
+ * queue_wake_observers -- set the latch of every observer of a resource
+ *
+ * Caller holds the lock.
+ */
+static void
+queue_wake_observers(Oid dbid, const char *resource)
+{
+	for (int i = 0; i < wait_queue->nslots; i++)
+	{
+		WaitSlot   *s = &wait_queue->slots[i];
+
+		if (s->observing && s->dbid == dbid && strcmp(s->resource, resource) == 0)
+			SetLatch(&GetPGProcByNumber(s->pgprocno)->procLatch);
+	}
+}
+
+/*
+ * queue_wake_observers_database -- every observer of a database
+ *
+ * Caller holds the lock.
+ */
+static void
+queue_wake_observers_database(Oid dbid)
+{
+	for (int i = 0; i < wait_queue->nslots; i++)
+		if (wait_queue->slots[i].observing && wait_queue->slots[i].dbid == dbid)
+			SetLatch(&GetPGProcByNumber(wait_queue->slots[i].pgprocno)->procLatch);
+}
+
+/*
+ * lease_queue_wake_observers -- wake the observers of a set's resources, now
+ */
+void
+lease_queue_wake_observers(const LeaseWakeSet *set)
+{
+	if (wait_queue == NULL)
+		return;
+
+	LWLockAcquire(wait_queue->lock, LW_SHARED);
+	if (set->all)
+		queue_wake_observers_database(MyDatabaseId);
+	else
+	{
+		for (int i = 0; i < set->n; i++)
+			queue_wake_observers(MyDatabaseId, set->resources[i]);
+	}
 	LWLockRelease(wait_queue->lock);
 }
 
@@ -431,7 +541,10 @@ lease_queue_announce_exit(const char *const *resources, int n)
 	wait_queue->slots[MyBackendId - 1].exited_pid = MyProcPid;
 	wait_queue->slots[MyBackendId - 1].exited_start = MyStartTimestamp;
 	for (int i = 0; i < n; i++)
+	{
 		queue_wake_head(MyDatabaseId, resources[i]);
+		queue_wake_observers(MyDatabaseId, resources[i]);
+	}
 	LWLockRelease(wait_queue->lock);
 }
 
@@ -488,11 +601,17 @@ lease_queue_finish_prepared(const char *gid, bool committed)
 		if (!entry->in_use || entry->dbid != MyDatabaseId || strcmp(entry->gid, gid) != 0)
 			continue;
 		if (committed && entry->all)
+		{
 			queue_wake_database(entry->dbid);
+			queue_wake_observers_database(entry->dbid);
+		}
 		else if (committed)
 		{
 			for (int r = 0; r < entry->n; r++)
+			{
 				queue_wake_head(entry->dbid, entry->resources[r]);
+				queue_wake_observers(entry->dbid, entry->resources[r]);
+			}
 		}
 		entry->in_use = false;
 	}
@@ -531,4 +650,5 @@ static void
 queue_exit_hook(int code, Datum arg)
 {
 	lease_queue_leave();
+	lease_observe_leave();
 }

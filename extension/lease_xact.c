@@ -38,6 +38,12 @@ static XLogRecPtr release_only_end = InvalidXLogRecPtr;
 /* Resources released or broken in the current transaction: wake at commit. */
 static LeaseWakeSet pending_wakes;
 
+/*
+ * Resources whose leader changed in the current transaction (granted,
+ * re-acquired, proclaimed, released, broken): wake their observers at commit.
+ */
+static LeaseWakeSet pending_observers;
+
 /* The GID of the PREPARE TRANSACTION this transaction ends with, if any. */
 static char prepare_gid[GIDSIZE];
 
@@ -73,11 +79,36 @@ lease_xact_wake_at_commit(const char *resource)
 	if (!lease_queue_exists())
 		return;
 	lease_wake_set_add(&pending_wakes, resource);
+	lease_wake_set_add(&pending_observers, resource);
 }
 
 /*
- * xact_wake_pending -- at commit: wake the heads noted; at prepare: keep them
- * for COMMIT PREPARED; at abort: forget them
+ * lease_xact_observers_at_commit -- wake the resource's observers when this
+ * xact commits
+ */
+void
+lease_xact_observers_at_commit(const char *resource)
+{
+	if (!lease_queue_exists())
+		return;
+	lease_wake_set_add(&pending_observers, resource);
+}
+
+/*
+ * xact_forget_set -- empty a wake set
+ */
+static void
+xact_forget_set(LeaseWakeSet *set)
+{
+	for (int i = 0; i < set->n; i++)
+		pfree(set->resources[i]);
+	set->n = 0;
+	set->all = false;
+}
+
+/*
+ * xact_wake_pending -- at commit: wake the heads and observers noted; at
+ * prepare: keep the heads for COMMIT PREPARED; at abort: forget them
  */
 static void
 xact_wake_pending(XactEvent event)
@@ -89,11 +120,16 @@ xact_wake_pending(XactEvent event)
 	else if (any && event == XACT_EVENT_PREPARE && prepare_gid[0] != '\0')
 		lease_queue_defer_wakes(prepare_gid, &pending_wakes);
 	prepare_gid[0] = '\0';
+	xact_forget_set(&pending_wakes);
 
-	for (int i = 0; i < pending_wakes.n; i++)
-		pfree(pending_wakes.resources[i]);
-	pending_wakes.n = 0;
-	pending_wakes.all = false;
+	/*
+	 * Observers of a prepared transaction's grants and proclamations see
+	 * them at their next safety-net read (lease_election.c); its releases
+	 * wake them at COMMIT PREPARED with the queue heads.
+	 */
+	if ((pending_observers.n > 0 || pending_observers.all) && event == XACT_EVENT_COMMIT)
+		lease_queue_wake_observers(&pending_observers);
+	xact_forget_set(&pending_observers);
 }
 
 /*

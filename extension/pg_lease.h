@@ -13,7 +13,8 @@
  *	lease_xact.c		commit-time work: async release-only commit, wake-ups
  *	lease_session.c		session liveness and session-bound grants at exit
  *	lease_acquire.c		the acquire algorithm and the no-hold-and-wait check
- *	lease_grant_ops.c	renew, release, fence, is_current, break, gc
+ *	lease_grant_ops.c	renew, proclaim, release, fence, is_current, break, gc
+ *	lease_election.c	lease.leader and lease.observe: reading and awaiting a leader
  *	lease_funcs.c		the SQL-callable entry points, thin
  *	lease_load.c		module load: GUCs, shared memory hooks, callbacks
  *
@@ -31,6 +32,7 @@
 /* Limits of the SQL API (documented in docs/sql.md, checked by sql/bad_input.sql). */
 #define LEASE_MAX_RESOURCE_BYTES	256
 #define LEASE_MAX_HOLDER_BYTES		256
+#define LEASE_MAX_VALUE_BYTES		1024	/* an election's value (since 0.3.0) */
 
 /* SQLSTATEs of the SQL API (docs/sql.md "SQLSTATEs"; client/src maps them). */
 #define ERRCODE_LEASE_NOT_HELD		MAKE_SQLSTATE('L','S','0','0','1')
@@ -49,6 +51,8 @@ typedef struct LeaseRequest
 	const char *holder;			/* the label, or this backend's default */
 	bool		session_bound;
 	int64		token;
+	bool		has_value;		/* a campaign or proclaim: value is stated */
+	const char *value;			/* NULL: none */
 } LeaseRequest;
 
 /* ---- lease_stats.c: shared counters ---- */
@@ -104,13 +108,20 @@ extern void lease_queue_announce_exit(const char *const *resources, int n);
 extern void lease_queue_defer_wakes(const char *gid, const LeaseWakeSet *set);
 extern void lease_queue_finish_prepared(const char *gid, bool committed);
 extern bool lease_queue_session_exited(int pid, TimestampTz started);
+extern void lease_observe_join(const char *resource);
+extern void lease_observe_leave(void);
+extern void lease_queue_wake_observers(const LeaseWakeSet *set);
 
 /* ---- lease_args.c: SQL arguments ---- */
 
 extern int	lease_max_ttl_seconds;	/* GUC lease.max_ttl */
 
 extern void lease_args_acquire(FunctionCallInfo fcinfo, LeaseRequest *req);
+extern void lease_args_acquire_value(FunctionCallInfo fcinfo, LeaseRequest *req);
 extern void lease_args_try_acquire(FunctionCallInfo fcinfo, LeaseRequest *req);
+extern void lease_args_proclaim(FunctionCallInfo fcinfo, LeaseRequest *req);
+extern void lease_args_observe(FunctionCallInfo fcinfo, LeaseRequest *req,
+							   int64 *after_term, const char **after_value);
 extern void lease_args_grant(FunctionCallInfo fcinfo, LeaseRequest *req,
 							 bool with_ttl);
 extern void lease_args_resource(FunctionCallInfo fcinfo, LeaseRequest *req);
@@ -126,6 +137,8 @@ typedef enum LeaseQuery
 	Q_TAKE_OVER,
 	Q_EXTEND_SAME_HOLDER,
 	Q_RENEW,
+	Q_PROCLAIM,
+	Q_LEADER,
 	Q_OWNER_OF,
 	Q_RELEASE,
 	Q_FENCE,
@@ -171,6 +184,7 @@ extern void lease_xact_callback(XactEvent event, void *arg);
 extern bool lease_xact_release_starts(void);
 extern void lease_xact_release_done(bool release_only);
 extern void lease_xact_wake_at_commit(const char *resource);
+extern void lease_xact_observers_at_commit(const char *resource);
 extern void lease_xact_install_utility_hook(void);
 
 /* ---- lease_session.c: session liveness ---- */
@@ -186,10 +200,27 @@ extern void lease_acquire_forget_grant(const char *res, int64 token);
 /* ---- lease_grant_ops.c: what is done to a grant ---- */
 
 extern bool lease_grant_renew(const LeaseRequest *req);
+extern bool lease_grant_proclaim(const LeaseRequest *req);
 extern bool lease_grant_release(const LeaseRequest *req);
 extern void lease_grant_fence(const LeaseRequest *req);
 extern bool lease_grant_is_current(const LeaseRequest *req);
 extern bool lease_grant_break(const LeaseRequest *req, int64 *token);
 extern int64 lease_grant_gc(int64 retain_usecs);
+
+/* ---- lease_election.c: leader and observe ---- */
+
+/* An election's current grant, as lease.leader() returns it. */
+typedef struct LeaseLeader
+{
+	bool		found;			/* false: nobody leads (the rest unset) */
+	char	   *value;			/* NULL: none */
+	int64		term;
+	TimestampTz since;
+	TimestampTz expires_at;
+} LeaseLeader;
+
+extern void lease_election_read(text *resource, LeaseLeader *leader);
+extern void lease_election_observe(const LeaseRequest *req, int64 after_term,
+								   const char *after_value, LeaseLeader *leader);
 
 #endif							/* PG_LEASE_H */

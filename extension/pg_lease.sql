@@ -53,7 +53,8 @@ CREATE TABLE lease.grants (
 	released      pg_catalog.bool NOT NULL DEFAULT false,
 	backend_pid   pg_catalog.int4,
 	backend_start pg_catalog.timestamptz,
-	holder        pg_catalog.text NOT NULL
+	holder        pg_catalog.text NOT NULL,
+	value         pg_catalog.text			-- an election's proclamation; NULL = none
 ) WITH (fillfactor = 70);
 
 REVOKE ALL ON TABLE lease.grants FROM PUBLIC;
@@ -70,6 +71,21 @@ CREATE FUNCTION lease.acquire(resource pg_catalog.text,
 							  session_bound pg_catalog.bool DEFAULT false)
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'lease_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+/*
+ * A campaign: acquire with a value stored with the grant (lease.leader reads
+ * it).  value has no default, so every call of the 5-argument form above
+ * still resolves to it alone.
+ */
+CREATE FUNCTION lease.acquire(resource pg_catalog.text,
+							  ttl pg_catalog.interval,
+							  wait pg_catalog.interval,
+							  holder pg_catalog.text,
+							  session_bound pg_catalog.bool,
+							  value pg_catalog.text)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'lease_acquire_value'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION lease.try_acquire(resource pg_catalog.text,
@@ -103,6 +119,34 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION lease."break"(resource pg_catalog.text)
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'lease_break'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION lease.proclaim(resource pg_catalog.text, token pg_catalog.int8, value pg_catalog.text)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'lease_proclaim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- The current grant of an election: one row, all NULL when nobody leads.
+CREATE FUNCTION lease.leader(election pg_catalog.text,
+							 OUT value pg_catalog.text,
+							 OUT term pg_catalog.int8,
+							 OUT since pg_catalog.timestamptz,
+							 OUT expires_at pg_catalog.timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'lease_leader'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Sleeps in the server until the election differs from (after_term, after_value).
+CREATE FUNCTION lease.observe(election pg_catalog.text,
+							  after_term pg_catalog.int8,
+							  after_value pg_catalog.text,
+							  wait pg_catalog.interval,
+							  OUT value pg_catalog.text,
+							  OUT term pg_catalog.int8,
+							  OUT since pg_catalog.timestamptz,
+							  OUT expires_at pg_catalog.timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'lease_observe'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION lease.gc(retain pg_catalog.interval DEFAULT '1 hour'::pg_catalog.interval)
@@ -150,7 +194,8 @@ SELECT g.resource,
 	   g.expires_at,
 	   g.expires_at OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp() AS remaining,
 	   g.backend_pid IS NOT NULL AS session_bound,
-	   lease.waiters(g.resource) AS waiters
+	   lease.waiters(g.resource) AS waiters,
+	   g.value
   FROM lease.grants g
  WHERE g.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
    AND CASE WHEN g.backend_pid IS NULL THEN true
@@ -163,6 +208,8 @@ GRANT SELECT ON lease.leases TO PUBLIC;
 COMMENT ON SCHEMA lease IS 'pg_lease: leased locks with fencing tokens';
 COMMENT ON FUNCTION lease.acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text, pg_catalog.bool)
 	IS 'grant the resource for ttl, waiting at most wait; returns a fencing token, or NULL';
+COMMENT ON FUNCTION lease.acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text, pg_catalog.bool, pg_catalog.text)
+	IS 'campaign: acquire, storing value with the grant (a re-acquire replaces it); returns the term, or NULL';
 COMMENT ON FUNCTION lease.try_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.bool)
 	IS 'acquire without waiting; returns a fencing token, or NULL';
 COMMENT ON FUNCTION lease.renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval)
@@ -175,6 +222,12 @@ COMMENT ON FUNCTION lease.is_current(pg_catalog.text, pg_catalog.int8)
 	IS 'is token the current, unexpired grant of resource (no lock taken)';
 COMMENT ON FUNCTION lease."break"(pg_catalog.text)
 	IS 'admin: end the current grant of resource now; returns its token, or NULL';
+COMMENT ON FUNCTION lease.proclaim(pg_catalog.text, pg_catalog.int8, pg_catalog.text)
+	IS 'set the value of the grant (resource, token); false if it is not current';
+COMMENT ON FUNCTION lease.leader(pg_catalog.text)
+	IS 'the current grant of election: value, term, since, expires_at; all NULL when nobody leads';
+COMMENT ON FUNCTION lease.observe(pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.interval)
+	IS 'wait at most wait until the election differs from (after_term, after_value); returns it as leader does';
 COMMENT ON FUNCTION lease.gc(pg_catalog.interval)
 	IS 'admin: delete the rows of resources free for longer than retain; tokens never go backwards';
 COMMENT ON FUNCTION lease.stats()

@@ -11,7 +11,8 @@
 #   1. SQL API: acquire, renew, fence + write, release from one client
 #      connection, served by several backends, all correct; the holder label
 #      (not the backend) is the idempotency key; a stale fence fails LS001;
-#      tokens increase.
+#      tokens increase; lease.observe (one statement) is woken by a
+#      proclaim made through the pooler.
 #   2. C++ client (tests/faults/pooler_test.cpp, built by CMake as
 #      build/client/pooler_test, and client_test cases via
 #      --gtest_filter): auto-renew, renew, fenced writes, release, stale
@@ -213,6 +214,23 @@ expect "sql_stale_fence_fails_LS001" "stderr: $(cat "$WORK/lifecycle.err")" \
 	'grep -q "ERROR: *LS001" "$WORK/lifecycle.err"'
 other="$(qon "$POOL" -c "SELECT lease.try_acquire('sql/r', '30 s', holder => 'app-3')")" || true
 expect "sql_other_holder_is_refused_through_pooler" "try_acquire returned '$other' while app-2 holds token $t2" '[ -z "$other" ]'
+
+# ---- 1b. lease.observe: one statement sleeping in the server, no LISTEN -------
+# A follower's observe through the pooler is woken by a proclaim that another
+# client makes through it too.
+
+t_el="$(qon "$POOL" -c "SELECT lease.acquire('sql/el', '30 s', '0', 'c1', false, 'v1')")" || true
+observe_start="$(now_ms)"
+qon "$POOL" -c "SELECT coalesce(value, '-') || ' ' || (term IS NULL)
+	FROM lease.observe('sql/el', ${t_el:-0}, 'v1', '10 s')" >"$WORK/observe.out" 2>&1 &
+observer=$!
+sleep 0.5
+proclaimed="$(qon "$POOL" -c "SELECT lease.proclaim('sql/el', ${t_el:-0}, 'v2')")" || true
+wait "$observer" || true
+observe_ms=$(($(now_ms) - observe_start))
+expect "sql_observe_through_pooler_woken_by_proclaim" \
+	"term $t_el, proclaim '$proclaimed', observer printed '$(cat "$WORK/observe.out")' after $observe_ms ms" \
+	'[ "$proclaimed" = t ] && [ "$(cat "$WORK/observe.out")" = "v2 false" ] && [ "$observe_ms" -lt 5000 ]'
 
 # ---- 3a. session_bound => true: bound to the pooled backend ------------------
 

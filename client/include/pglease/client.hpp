@@ -97,8 +97,17 @@ protected:
 	                            std::chrono::milliseconds ttl) override;
 	Result<bool> release_by_token(std::string_view resource, std::int64_t token,
 	                              std::string_view holder) override;
+	// elections: lease.acquire with a value, lease.leader, lease.observe
+	Result<detail::Granted> grant_leadership(std::string_view election, std::string_view value,
+	                                         const LeaseOptions &options, const std::string &holder,
+	                                         std::chrono::milliseconds heartbeat) override;
+	Result<LeaderView> read_leader(std::string_view election) override;
+	Result<LeaderView> next_leader(std::string_view election, const LeaderView &seen,
+	                               std::chrono::steady_clock::time_point deadline) override;
 
 private:
+	Result<detail::Granted> take(std::string_view resource, const LeaseOptions &options,
+	                             const std::string &holder, const std::string *value);
 	Result<void> run_fenced(const Lease &lease, const detail::PgWork &work) noexcept;
 	Result<void> run_advisory(std::string_view resource, std::chrono::milliseconds wait,
 	                          const detail::PgWork &work) noexcept;

@@ -214,8 +214,7 @@ refused_tls(const std::string &msg)
 	    has("alert certificate expired") || has("alert certificate revoked"))
 		return Error{Errc::permission, "", msg + " (the server refused our TLS client certificate)"};
 	if (has("server does not support SSL"))
-		return Error{Errc::permission, "",
-		             msg + " (the server does not speak TLS, and sslmode requires it)"};
+		return Error{Errc::permission, "", msg + " (the server does not speak TLS, and sslmode requires it)"};
 	if (has("root certificate file") || has("certificate file \"") || has("private key file \"") ||
 	    has("certificate revocation list"))
 		return Error{Errc::invalid_argument, "", msg};
@@ -328,9 +327,21 @@ db_backend_pid(const Db &db) noexcept
 	return db.conn ? db.conn->backendpid() : 0;
 }
 
+namespace {
+
+// value_literal -- an election's value as SQL: NULL when empty ("none")
+std::string
+value_literal(pqxx::transaction_base &tx, std::string_view value)
+{
+	return value.empty() ? std::string{"NULL::pg_catalog.text"}
+	                     : tx.quote(std::string{value}) + "::pg_catalog.text";
+}
+
+} // namespace
+
 Result<std::optional<std::int64_t>>
 db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wait, const std::string &holder,
-           bool session_bound, milliseconds statement_timeout) noexcept
+           bool session_bound, milliseconds statement_timeout, const std::string *value) noexcept
 {
 	return guarded<std::optional<std::int64_t>>(&db, [&]() -> Result<std::optional<std::int64_t>> {
 		pqxx::nontransaction tx{*db.conn};
@@ -338,7 +349,8 @@ db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wai
 		    bounded(tx, statement_timeout,
 		            "lease.acquire(" + tx.quote(std::string{resource}) + ", " + tx.quote(interval_ms(ttl)) +
 		                "::interval, " + tx.quote(interval_ms(wait)) + "::interval, " + tx.quote(holder) +
-		                ", " + (session_bound ? "true" : "false") + ")");
+		                ", " + (session_bound ? "true" : "false") +
+		                (value ? ", " + value_literal(tx, *value) : std::string{}) + ")");
 		if (r[0].is_null())
 			return std::optional<std::int64_t>{};
 		return std::optional<std::int64_t>{r[0].as<std::int64_t>()};
@@ -393,6 +405,67 @@ db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds t
 		    "lease.release(" + tx.quote(std::string{resource}) + ", " + std::to_string(token) + ")";
 		pqxx::row r = bounded(tx, timeout, holder_matched(tx, resource, token, holder, call));
 		return r[0].as<bool>();
+	});
+}
+
+Result<bool>
+db_proclaim(Db &db, std::string_view election, std::int64_t term, std::string_view value,
+            milliseconds timeout) noexcept
+{
+	return guarded<bool>(&db, [&]() -> Result<bool> {
+		pqxx::nontransaction tx{*db.conn};
+		pqxx::row r = bounded(tx, timeout,
+		                      "lease.proclaim(" + tx.quote(std::string{election}) + ", " +
+		                          std::to_string(term) + ", " + value_literal(tx, value) + ")");
+		return r[0].as<bool>();
+	});
+}
+
+namespace {
+
+// leader_of -- a row of lease.leader / lease.observe, as selected by leader_columns
+constexpr const char *leader_columns =
+    "value, term, (extract(epoch FROM since) * 1000000)::pg_catalog.int8 FROM ";
+
+PgLeader
+leader_of(const pqxx::row &r)
+{
+	PgLeader l;
+	l.found = !r[1].is_null();
+	if (!r[0].is_null())
+		l.value = r[0].as<std::string>();
+	if (l.found) {
+		l.term = r[1].as<std::int64_t>();
+		l.since_us = r[2].as<std::int64_t>();
+	}
+	return l;
+}
+
+} // namespace
+
+Result<PgLeader>
+db_leader(Db &db, std::string_view election, milliseconds timeout) noexcept
+{
+	return guarded<PgLeader>(&db, [&]() -> Result<PgLeader> {
+		pqxx::nontransaction tx{*db.conn};
+		return leader_of(
+		    bounded(tx, timeout,
+		            std::string{leader_columns} + "lease.leader(" + tx.quote(std::string{election}) + ")"));
+	});
+}
+
+Result<PgLeader>
+db_observe(Db &db, std::string_view election, std::int64_t after_term,
+           const std::optional<std::string> &after_value, milliseconds wait, milliseconds timeout) noexcept
+{
+	return guarded<PgLeader>(&db, [&]() -> Result<PgLeader> {
+		pqxx::nontransaction tx{*db.conn};
+		std::string after =
+		    after_value ? tx.quote(*after_value) + "::pg_catalog.text" : "NULL::pg_catalog.text";
+		return leader_of(bounded(tx, timeout,
+		                         std::string{leader_columns} + "lease.observe(" +
+		                             tx.quote(std::string{election}) + ", " + std::to_string(after_term) +
+		                             ", " + after + ", " + tx.quote(interval_ms(wait)) + "::interval)"));
 	});
 }
 

@@ -39,10 +39,33 @@ Result<DbPtr> db_connect(const std::string &conninfo, milliseconds statement_tim
 [[nodiscard]] bool db_usable(const Db &db) noexcept;
 [[nodiscard]] int db_backend_pid(const Db &db) noexcept;
 
-/// lease.acquire: the token, or nullopt when not granted within wait.
+/// lease.acquire: the token, or nullopt when not granted within wait.  With
+/// value non-null, a campaign: the six-argument lease.acquire storing it
+/// (an empty value is stored as NULL, "none").
 Result<std::optional<std::int64_t>> db_acquire(Db &db, std::string_view resource, milliseconds ttl,
                                                milliseconds wait, const std::string &holder,
-                                               bool session_bound, milliseconds statement_timeout) noexcept;
+                                               bool session_bound, milliseconds statement_timeout,
+                                               const std::string *value = nullptr) noexcept;
+
+/// An election as lease.leader / lease.observe return it.  value is the
+/// column as stored (NULL: none), so an observe can be re-called from
+/// exactly what the server showed.
+struct PgLeader {
+	bool found = false;
+	std::optional<std::string> value;
+	std::int64_t term = 0;
+	std::int64_t since_us = 0; // granted_at, microseconds since the Unix epoch
+};
+/// lease.proclaim (an empty value is stored as NULL): false if (election,
+/// term) is not the current grant.
+Result<bool> db_proclaim(Db &db, std::string_view election, std::int64_t term, std::string_view value,
+                         milliseconds timeout) noexcept;
+Result<PgLeader> db_leader(Db &db, std::string_view election, milliseconds timeout) noexcept;
+/// lease.observe from (after_term, after_value), waiting at most wait in the
+/// server, the statement bounded by timeout.
+Result<PgLeader> db_observe(Db &db, std::string_view election, std::int64_t after_term,
+                            const std::optional<std::string> &after_value, milliseconds wait,
+                            milliseconds timeout) noexcept;
 /// statement timeouts are per call (SET LOCAL): no session state, so the
 /// client works through a transaction-mode pooler.  With a holder, the
 /// grant is renewed or released only if lease.leases names that holder for

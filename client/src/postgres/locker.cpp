@@ -1,6 +1,10 @@
 // postgres/locker.cpp -- the PostgreSQL provider: pglease::Client, a
 // LockerBase like every provider's locker, its grants, and its extras
-// (status; fenced writes and advisory locks are in postgres.cpp).
+// (status; fenced writes and advisory locks are in postgres.cpp), and its
+// elections: a campaign is lease.acquire with a value, the Grant's proclaim
+// lease.proclaim, leader() lease.leader, observe() lease.observe, which
+// sleeps in the server until the election changes (one statement: it works
+// through a transaction-mode pooler).
 //
 // The provider's recipe is the pg_lease extension's SQL API: lease.acquire
 // waits in the server's FIFO queue, the token is the extension's token
@@ -61,6 +65,21 @@ public:
 			pool_->give_back(std::move(pinned_));
 		pinned_.reset();
 		return released;
+	}
+
+	// lease.proclaim: the server compares (election, term) in the same UPDATE
+	Result<bool> proclaim(std::string_view value) noexcept override
+	{
+		milliseconds grace = pool_->options().statement_grace;
+		if (!session_bound_)
+			return pool_->with_db<bool>(
+			    [&](Db &db) { return db_proclaim(db, resource_, token_, value, grace); });
+		if (!pinned_ || !db_usable(*pinned_))
+			return Error{Errc::lost, "",
+			             "the connection holding session-bound leadership of "
+			             " + resource_ + "
+			             " ended"};
+		return db_proclaim(*pinned_, resource_, token_, value, grace);
 	}
 
 private:
@@ -143,6 +162,7 @@ Client::capabilities() const noexcept
 	c.ephemeral = true;
 	c.durable = true;
 	c.survives_failover = true;
+	c.election = true; // lease.acquire with a value, lease.leader, lease.observe
 	return c;
 }
 
@@ -158,6 +178,16 @@ Result<detail::Granted>
 Client::grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
               std::chrono::milliseconds)
 {
+	return take(resource, options, holder, nullptr);
+}
+
+// take -- lease.acquire (with value non-null: a campaign) on a pooled
+// connection, the statement bounded by wait + grace; a session-bound grant
+// keeps its connection
+Result<detail::Granted>
+Client::take(std::string_view resource, const LeaseOptions &options, const std::string &holder,
+             const std::string *value)
+{
 	using detail::Clock;
 	if (options.strategy == Strategy::advisory)
 		return Error{Errc::invalid_argument, "",
@@ -167,8 +197,9 @@ Client::grant(std::string_view resource, const LeaseOptions &options, const std:
 	if (!db)
 		return db.error();
 	auto sent = Clock::now();
-	auto granted = detail::db_acquire(**db, resource, options.ttl, options.wait, holder, session_bound,
-	                                  detail::saturating_add(options.wait, pool_->options().statement_grace));
+	auto granted =
+	    detail::db_acquire(**db, resource, options.ttl, options.wait, holder, session_bound,
+	                       detail::saturating_add(options.wait, pool_->options().statement_grace), value);
 	if (!granted || !*granted) {
 		pool_->give_back(std::move(*db));
 		if (!granted)
@@ -204,6 +235,85 @@ Client::release_by_token(std::string_view resource, std::int64_t token, std::str
 	return pool_->with_db<bool>([&](detail::Db &db) {
 		return detail::db_release(db, resource, token, pool_->options().statement_grace, holder);
 	});
+}
+
+// ---- elections ----------------------------------------------------------------
+
+namespace {
+
+// The longest single lease.observe: a longer wait is several calls, so a
+// server that vanished is noticed within this plus the grace.
+constexpr std::chrono::milliseconds observe_slice{std::chrono::seconds{30}};
+
+LeaderView
+view_of(const detail::PgLeader &l)
+{
+	LeaderView v;
+	v.has_leader = l.found;
+	if (l.found) {
+		v.value = l.value.value_or(std::string{});
+		v.term = l.term;
+		v.since = std::chrono::system_clock::time_point{
+		    std::chrono::duration_cast<std::chrono::system_clock::duration>(
+		        std::chrono::microseconds{l.since_us})};
+	}
+	return v;
+}
+
+} // namespace
+
+Result<detail::Granted>
+Client::grant_leadership(std::string_view election, std::string_view value, const LeaseOptions &options,
+                         const std::string &holder, std::chrono::milliseconds)
+{
+	const std::string kept{value};
+	return take(election, options, holder, &kept);
+}
+
+Result<LeaderView>
+Client::read_leader(std::string_view election)
+{
+	Result<detail::PgLeader> l = pool_->with_db<detail::PgLeader>(
+	    [&](detail::Db &db) { return detail::db_leader(db, election, pool_->options().statement_grace); });
+	if (!l)
+		return l.error();
+	return view_of(*l);
+}
+
+// next_leader -- lease.observe with the time left (at most observe_slice a
+// call), each bounded by its wait + grace, until the view differs from seen
+// or the deadline.  A call answered with a state that is no change to the
+// caller (a value stored as '' where it saw none) is re-called from exactly
+// that state, so it sleeps instead of spinning.
+Result<LeaderView>
+Client::next_leader(std::string_view election, const LeaderView &seen,
+                    std::chrono::steady_clock::time_point deadline)
+{
+	using detail::Clock;
+	std::int64_t after_term = seen.has_leader ? seen.term : 0;
+	std::optional<std::string> after_value;
+	if (seen.has_leader && !seen.value.empty())
+		after_value = seen.value;
+	const auto grace = pool_->options().statement_grace;
+	for (;;) {
+		auto now = Clock::now();
+		std::chrono::milliseconds left{0};
+		if (deadline > now)
+			left = std::min(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) +
+			                    std::chrono::milliseconds{1},
+			                observe_slice);
+		Result<detail::PgLeader> l = pool_->with_db<detail::PgLeader>([&](detail::Db &db) {
+			return detail::db_observe(db, election, after_term, after_value, left,
+			                          detail::saturating_add(left, grace));
+		});
+		if (!l)
+			return l.error();
+		LeaderView view = view_of(*l);
+		if (changed(seen, view) || Clock::now() >= deadline)
+			return view;
+		after_term = l->found ? l->term : 0;
+		after_value = l->value;
+	}
 }
 
 // ---- the extras without libpqxx types (the others: postgres.cpp) -----------
