@@ -1,5 +1,11 @@
 // etcd/locker.cpp -- the etcd:// provider: the FIFO lock recipe of etcd's
-// clientv3/concurrency Mutex, over the JSON gateway (etcd/gateway.hpp).
+// clientv3/concurrency Mutex, over the JSON gateway (etcd/gateway.hpp), and
+// the same queue as concurrency.Election's campaign (an election's key holds
+// its value; reading and observing it: etcd/election.cpp).
+//
+// Prefixes: "pglease/lock/" below stands for the URL's lock_prefix= (its
+// default); an election's keys lie under election_prefix= ("pglease/election/"
+// by default), named by the lease ID unpadded ("%x", as etcd's recipes do).
 //
 // Recipe: acquire grants an etcd lease (LeaseGrant; the TTL in whole seconds,
 // rounded up: etcd leases have no finer unit, so 1500ms is a 2 s lease; the
