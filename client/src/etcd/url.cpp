@@ -1,5 +1,6 @@
 // etcd/url.cpp -- parse_target (etcd/url.hpp): the etcd:// and etcds:// URLs;
-// their TLS material is read as every provider's (detail/tls.hpp).
+// their TLS material is read as every provider's (detail/tls.hpp), after
+// lock_prefix= and election_prefix= are taken out of the query.
 #include "etcd/url.hpp"
 
 #include "detail/provider.hpp"
