@@ -869,6 +869,60 @@ TEST(EtcdCluster, LeaderStoppedWhileHeldAndWaitedNeverTwoHolders)
 	EXPECT_FALSE(overlap.load()) << "two holders at once";
 }
 
+// issue 23: an election across the stop of etcd's leader member, observed
+// through a locker whose first endpoint is that member (its watch breaks)
+TEST(EtcdCluster, ElectionSurvivesTheLeaderMembersStopAndItsObserverFollows)
+{
+	EtcdMembers members;
+	ASSERT_TRUE(members.start()) << "a cluster member did not start";
+	int leader = leader_port(members.ports());
+	ASSERT_NE(leader, 0) << "no member says it is the leader";
+	std::vector<int> leader_first{leader};
+	for (int p : members.ports())
+		if (p != leader)
+			leader_first.push_back(p);
+	auto candidates = pglease::connect(url_of(members.ports()), quick_backoff());
+	ASSERT_TRUE(candidates) << candidates.error();
+	auto followers = pglease::connect(url_of(leader_first), quick_backoff());
+	ASSERT_TRUE(followers) << followers.error();
+	const std::string e = "etcd-test/election-failover";
+
+	auto lead = (*candidates)->campaign(e, "a", opts(3s));
+	ASSERT_TRUE(lead) << lead.error();
+	auto next =
+	    std::async(std::launch::async, [&] { return (*candidates)->campaign(e, "b", opts(3s, 30s)); });
+	auto seen = (*followers)->leader(e);
+	ASSERT_TRUE(seen && seen->has_leader && seen->value == "a")
+	    << (seen ? seen->value : seen.error().message);
+	// watching through the member about to stop
+	auto proclaimed = std::async(std::launch::async, [&] { return (*followers)->observe(e, *seen, 20s); });
+	for (std::size_t i = 0; i < members.size(); i++) {
+		if (members.port(i) == leader) {
+			ASSERT_TRUE(members.stop(i));
+		}
+	}
+	std::this_thread::sleep_for(4s); // beyond the TTL: renewed through the new leader
+	ASSERT_TRUE(lead->valid()) << "the leader lost its term over a leader change (a quorum was left)";
+	EXPECT_EQ(next.wait_for(0s), std::future_status::timeout) << "the second candidate was elected meanwhile";
+	EXPECT_EQ(proclaimed.wait_for(0s), std::future_status::timeout) << "the observer returned with no change";
+	ASSERT_TRUE(lead->proclaim("a2"));
+	auto v1 = proclaimed.get();
+	ASSERT_TRUE(v1) << "the observer did not follow the proclamation: " << v1.error();
+	EXPECT_TRUE(v1->has_leader && v1->term == lead->term() && v1->value == "a2");
+	auto resigned = std::async(std::launch::async, [&] { return (*followers)->observe(e, *v1, 20s); });
+	std::this_thread::sleep_for(200ms);
+	auto t1 = lead->term();
+	ASSERT_TRUE(lead->resign());
+	auto second = next.get();
+	ASSERT_TRUE(second) << second.error();
+	EXPECT_GT(second->term(), t1);
+	auto v2 = resigned.get();
+	ASSERT_TRUE(v2) << "the observer did not follow the resignation: " << v2.error();
+	const bool next_or_none = !v2->has_leader || (v2->term == second->term() && v2->value == "b");
+	EXPECT_TRUE(next_or_none) << "after the resignation the observer saw term " << v2->term << " \""
+	                          << v2->value << "\", neither no leader nor the next term";
+}
+
 TEST(EtcdCluster, TwoFrozenMembersCostOneDeadlineNotOneEach)
 {
 	EtcdMembers members;
