@@ -198,7 +198,7 @@ TEST_F(EtcdLocker, CapabilitiesAreTheStrongBranchWithoutFencedWrites)
 {
 	auto c = locker->capabilities();
 	EXPECT_TRUE(c.distributed && c.fencing_token && c.fifo_wait && c.ephemeral && c.durable &&
-	            c.survives_failover);
+	            c.survives_failover && c.election);
 	EXPECT_FALSE(c.fenced_write);
 	EXPECT_EQ(locker->provider(), "etcd");
 }
@@ -665,6 +665,140 @@ TEST_F(EtcdLocker, FrozenMemberBoundsEveryCallByOneStatementGrace)
 	    << "no grant within 5 s after the member resumed";
 }
 
+// --- issue 23: elections in concurrency.Election's layout -------------------
+
+// first_kv -- the first key (lowest create revision) under prefix, as etcd's
+// own Election reads its leader; null when there is none
+Json
+first_kv(int port, const std::string &prefix)
+{
+	std::string end = prefix;
+	end.back() = static_cast<char>(end.back() + 1);
+	Json r = gateway(port, "/v3/kv/range",
+	                 Json{{"key", b64(prefix)},
+	                      {"range_end", b64(end)},
+	                      {"sort_target", "CREATE"},
+	                      {"sort_order", "ASCEND"},
+	                      {"limit", "1"}});
+	if (!r.is_object() || !r.contains("kvs"))
+		return nullptr;
+	return r["kvs"][0];
+}
+
+std::string
+unb64(const std::string &s)
+{
+	return capture("printf '%s' '" + s + "' | base64 -d");
+}
+
+TEST_F(EtcdLocker, UrlKeyPrefixesAreCheckedBeforeAnyIo)
+{
+	const std::string host = "etcd://127.0.0.1:" + std::to_string(dead_port());
+	for (const std::string &query : std::vector<std::string>{
+	         "?lock_prefix", "?election_prefix=a%zz", "?lock_prefix=a%00b", "?lock_prefix=%ff",
+	         "?lock_prefix=a&lock_prefix=b", "?election_prefix=" + std::string(300, 'p'), "?prefix=x",
+	         "?lock_prefix=a&cacert=/x"}) {
+		auto r = pglease::connect(host + query);
+		ASSERT_FALSE(r) << query;
+		EXPECT_EQ(r.error().code, Errc::invalid_argument) << query << ": " << r.error();
+	}
+	for (const std::string &query : std::vector<std::string>{
+	         "?lock_prefix=", "?election_prefix=", "/?lock_prefix=a/&election_prefix=b%2F",
+	         "?election_prefix=" + std::string(256, 'p')}) {
+		auto r = pglease::connect(host + query);
+		EXPECT_TRUE(r) << query << ": " << r.error();
+	}
+}
+
+TEST_F(EtcdLocker, ElectionKeyIsNamedByItsLeaseInHexAndHoldsTheValue)
+{
+	auto name = unique_resource();
+	auto r =
+	    pglease::connect(url_of({single_port()}) + "?election_prefix=my%2Felections%2F", quick_backoff());
+	ASSERT_TRUE(r) << r.error();
+	// a TTL of at most 5 s: the key stays under the lease that names it (a
+	// longer one moves it to a lease of the full TTL, docs/election.md#etcd)
+	auto lead = (*r)->campaign(name, "here:1", opts(3s));
+	ASSERT_TRUE(lead) << lead.error();
+	Json kv = first_kv(single_port(), "my/elections/" + name + "/");
+	ASSERT_TRUE(kv.is_object()) << "no key under my/elections/" << name << "/";
+	const long long lease = std::stoll(kv.value("lease", "0"));
+	char hex[17];
+	std::snprintf(hex, sizeof hex, "%llx", lease);
+	EXPECT_EQ(unb64(kv.value("key", "")), "my/elections/" + name + "/" + hex)
+	    << "not concurrency.Election's key (prefix + \"/\" + lease ID in %x)";
+	EXPECT_EQ(unb64(kv.value("value", "")), "here:1");
+	EXPECT_EQ(std::stoll(kv.value("create_revision", "0")), lead->term());
+	ASSERT_TRUE(lead->proclaim("there:2"));
+	kv = first_kv(single_port(), "my/elections/" + name + "/");
+	EXPECT_EQ(unb64(kv.value("value", "")), "there:2");
+	EXPECT_EQ(std::stoll(kv.value("create_revision", "0")), lead->term()) << "proclaim re-created the key";
+	EXPECT_TRUE(first_kv(single_port(), "pglease/election/" + name + "/").is_null())
+	    << "the default prefix was used despite election_prefix=";
+	ASSERT_TRUE(lead->resign());
+	EXPECT_TRUE(first_kv(single_port(), "my/elections/" + name + "/").is_null()) << "resign left the key";
+}
+
+TEST_F(EtcdLocker, CompactedWatchStartIsCanceledWithItsCompactRevision)
+{
+	// the wire format the observer's compaction handling reads (etcd #7815):
+	// a watch from a compacted revision ends canceled, naming compact_revision
+	auto key = "etcd-test/compact/" + unique_resource();
+	Json put = gateway(single_port(), "/v3/kv/put", Json{{"key", b64(key)}, {"value", b64("x")}});
+	ASSERT_TRUE(put.is_object() && put.contains("header")) << put.dump();
+	const std::string rev = put["header"].value("revision", "0");
+	Json compacted = gateway(single_port(), "/v3/kv/compaction", Json{{"revision", rev}});
+	ASSERT_TRUE(compacted.is_object() && !compacted.contains("error")) << compacted.dump();
+	std::string out =
+	    capture("curl -s -m 2 http://127.0.0.1:" + std::to_string(single_port()) + "/v3/watch -d '" +
+	            Json{{"create_request", {{"key", b64(key)}, {"start_revision", "1"}}}}.dump() + "'");
+	EXPECT_NE(out.find("\"canceled\":true"), std::string::npos) << out;
+	EXPECT_NE(out.find("\"compact_revision\":\"" + rev + "\""), std::string::npos) << out;
+}
+
+TEST_F(EtcdLocker, ObserverKeepsReportingWhileEtcdCompactsAtEveryRevision)
+{
+	auto e = unique_resource();
+	auto lead = locker->campaign(e, "a", opts(10s));
+	ASSERT_TRUE(lead) << lead.error();
+	std::atomic<bool> stop{false};
+	std::thread noise([&] { // writes and compacts up to the head, as fast as curl goes
+		const std::string key = b64("etcd-test/noise/" + e);
+		while (!stop) {
+			Json put = gateway(single_port(), "/v3/kv/put", Json{{"key", key}, {"value", b64("n")}});
+			if (put.is_object() && put.contains("header"))
+				gateway(single_port(), "/v3/kv/compaction",
+				        Json{{"revision", put["header"].value("revision", "0")}});
+		}
+	});
+	auto follower = pglease::connect(url_of({single_port()}), quick_backoff());
+	ASSERT_TRUE(follower) << follower.error();
+	auto first = (*follower)->leader(e);
+	ASSERT_TRUE(first && first->has_leader) << (first ? "no leader" : first.error().message);
+	std::vector<pglease::LeaderView> seen;
+	auto observer = std::async(std::launch::async, [&] {
+		pglease::LeaderView last = *first;
+		while (seen.size() < 2) {
+			auto v = (*follower)->observe(e, last, 5s);
+			if (!v)
+				return v.error();
+			seen.push_back(*v);
+			last = *v;
+		}
+		return pglease::Error{Errc::internal, "", ""};
+	});
+	std::this_thread::sleep_for(500ms);
+	ASSERT_TRUE(lead->proclaim("b"));
+	std::this_thread::sleep_for(500ms);
+	ASSERT_TRUE(lead->resign());
+	auto ended = observer.get();
+	stop = true;
+	noise.join();
+	ASSERT_EQ(seen.size(), 2u) << "the observer went silent: " << ended;
+	EXPECT_TRUE(seen[0].has_leader && seen[0].value == "b");
+	EXPECT_FALSE(seen[1].has_leader);
+}
+
 // leader_port -- the client port of the cluster's leader, 0 if none answers
 int
 leader_port(const std::vector<int> &ports)
@@ -733,6 +867,60 @@ TEST(EtcdCluster, LeaderStoppedWhileHeldAndWaitedNeverTwoHolders)
 	ASSERT_TRUE(second) << second.error();
 	EXPECT_GT(second->token(), t1);
 	EXPECT_FALSE(overlap.load()) << "two holders at once";
+}
+
+// issue 23: an election across the stop of etcd's leader member, observed
+// through a locker whose first endpoint is that member (its watch breaks)
+TEST(EtcdCluster, ElectionSurvivesTheLeaderMembersStopAndItsObserverFollows)
+{
+	EtcdMembers members;
+	ASSERT_TRUE(members.start()) << "a cluster member did not start";
+	int leader = leader_port(members.ports());
+	ASSERT_NE(leader, 0) << "no member says it is the leader";
+	std::vector<int> leader_first{leader};
+	for (int p : members.ports())
+		if (p != leader)
+			leader_first.push_back(p);
+	auto candidates = pglease::connect(url_of(members.ports()), quick_backoff());
+	ASSERT_TRUE(candidates) << candidates.error();
+	auto followers = pglease::connect(url_of(leader_first), quick_backoff());
+	ASSERT_TRUE(followers) << followers.error();
+	const std::string e = "etcd-test/election-failover";
+
+	auto lead = (*candidates)->campaign(e, "a", opts(3s));
+	ASSERT_TRUE(lead) << lead.error();
+	auto next =
+	    std::async(std::launch::async, [&] { return (*candidates)->campaign(e, "b", opts(3s, 30s)); });
+	auto seen = (*followers)->leader(e);
+	ASSERT_TRUE(seen && seen->has_leader && seen->value == "a")
+	    << (seen ? seen->value : seen.error().message);
+	// watching through the member about to stop
+	auto proclaimed = std::async(std::launch::async, [&] { return (*followers)->observe(e, *seen, 20s); });
+	for (std::size_t i = 0; i < members.size(); i++) {
+		if (members.port(i) == leader) {
+			ASSERT_TRUE(members.stop(i));
+		}
+	}
+	std::this_thread::sleep_for(4s); // beyond the TTL: renewed through the new leader
+	ASSERT_TRUE(lead->valid()) << "the leader lost its term over a leader change (a quorum was left)";
+	EXPECT_EQ(next.wait_for(0s), std::future_status::timeout) << "the second candidate was elected meanwhile";
+	EXPECT_EQ(proclaimed.wait_for(0s), std::future_status::timeout) << "the observer returned with no change";
+	ASSERT_TRUE(lead->proclaim("a2"));
+	auto v1 = proclaimed.get();
+	ASSERT_TRUE(v1) << "the observer did not follow the proclamation: " << v1.error();
+	EXPECT_TRUE(v1->has_leader && v1->term == lead->term() && v1->value == "a2");
+	auto resigned = std::async(std::launch::async, [&] { return (*followers)->observe(e, *v1, 20s); });
+	std::this_thread::sleep_for(200ms);
+	auto t1 = lead->term();
+	ASSERT_TRUE(lead->resign());
+	auto second = next.get();
+	ASSERT_TRUE(second) << second.error();
+	EXPECT_GT(second->term(), t1);
+	auto v2 = resigned.get();
+	ASSERT_TRUE(v2) << "the observer did not follow the resignation: " << v2.error();
+	const bool next_or_none = !v2->has_leader || (v2->term == second->term() && v2->value == "b");
+	EXPECT_TRUE(next_or_none) << "after the resignation the observer saw term " << v2->term << " \""
+	                          << v2->value << "\", neither no leader nor the next term";
 }
 
 TEST(EtcdCluster, TwoFrozenMembersCostOneDeadlineNotOneEach)

@@ -37,7 +37,8 @@ for n in 1 2 3; do
 	start3="$start3 $REDIS start $WORK/redis-$n >/dev/null &&"
 	del3="$del3 redis-cli -p ${node##*:} DEL 'pglease:lock:{resource}' >/dev/null &&"
 done
-# etcd: one member; break deletes the resource's lock keys (prefix range) through the gateway
+# etcd: one member; break deletes the resource's lock keys and the election's keys of that name
+# (prefix ranges) through the gateway
 etcd="$("$ETCD" start "$WORK/etcd")"
 # ZooKeeper: break = zookeeper.sh break, zkCli.sh deleteall of the
 # resource's folder of lock nodes (no '|' inside a command either)
@@ -48,7 +49,7 @@ PGLEASE_CONFORMANCE="postgres|dbname=pglease_client|$CLUSTER stop $PGLEASE_CLUST
 PGLEASE_CONFORMANCE+=";redis|redis://$redis|$REDIS stop $WORK/redis-single >/dev/null|$REDIS start $WORK/redis-single >/dev/null|redis-cli -p ${redis##*:} DEL 'pglease:lock:{resource}' >/dev/null"
 PGLEASE_CONFORMANCE+=";rediss|rediss://$rediss?$tls_query|$REDIS stop $WORK/redis-tls >/dev/null|$REDIS start $WORK/redis-tls tls=$WORK/certs >/dev/null|$tls_cli -p ${rediss##*:} DEL 'pglease:lock:{resource}' >/dev/null"
 PGLEASE_CONFORMANCE+=";redlock|redlock://$nodes|$stop3 true|$start3 true|$del3 true"
-PGLEASE_CONFORMANCE+=";etcd|etcd://$etcd|$ETCD stop $WORK/etcd >/dev/null|$ETCD start $WORK/etcd >/dev/null|ETCDCTL_API=3 etcdctl --endpoints=$etcd del --prefix 'pglease/lock/{resource}/' >/dev/null"
+PGLEASE_CONFORMANCE+=";etcd|etcd://$etcd|$ETCD stop $WORK/etcd >/dev/null|$ETCD start $WORK/etcd >/dev/null|ETCDCTL_API=3 etcdctl --endpoints=$etcd del --prefix 'pglease/lock/{resource}/' >/dev/null && ETCDCTL_API=3 etcdctl --endpoints=$etcd del --prefix 'pglease/election/{resource}/' >/dev/null"
 PGLEASE_CONFORMANCE+=";zookeeper|zookeeper://$zookeeper|$ZK stop $WORK/zookeeper >/dev/null|$ZK start $WORK/zookeeper >/dev/null|$ZK break $WORK/zookeeper '{resource}'"
 export PGLEASE_CONFORMANCE
 "$TEST" "${@:3}"

@@ -47,14 +47,17 @@ append_to_string(char *data, size_t size, size_t count, void *out) noexcept
 
 // WatchStream -- the state of one watch's write callback
 struct WatchStream {
+	bool deletes_only = true; // false: any event ends it
 	std::string buffer;
-	bool deleted = false;
+	bool deleted = false; // the event that ended it (a DELETE, or any)
 	bool canceled = false;
+	std::int64_t compact_revision = 0; // canceled: the start revision was compacted
 	std::string error;
 };
 
 // watch_chunk -- the gateway streams one JSON message per line; a DELETE
-// event ends the transfer (returning less than given aborts it)
+// event (or any, !deletes_only) ends the transfer (returning less than given
+// aborts it)
 size_t
 watch_chunk(char *data, size_t size, size_t count, void *out) noexcept
 {
@@ -74,10 +77,11 @@ watch_chunk(char *data, size_t size, size_t count, void *out) noexcept
 			const Json &result = message.value("result", Json::object());
 			if (result.value("canceled", false)) {
 				stream->canceled = true;
+				stream->compact_revision = int64_of(result, "compact_revision");
 				return 0;
 			}
 			for (const Json &event : result.value("events", Json::array()))
-				if (event.value("type", "") == "DELETE") {
+				if (!stream->deletes_only || event.value("type", "") == "DELETE") {
 					stream->deleted = true;
 					return 0;
 				}
@@ -596,25 +600,42 @@ Gateway::exchange(std::string_view path, const std::string &payload, const std::
 Result<bool>
 Gateway::wait_deleted(std::string_view key, std::int64_t start_revision, milliseconds timeout) noexcept
 {
+	auto end = watch(key, {}, start_revision, timeout, true);
+	if (!end)
+		return end.error();
+	if (*end == WatchEnd::compacted)
+		return Error{Errc::unavailable, "", "etcd watch canceled: its start revision was compacted"};
+	return *end == WatchEnd::event;
+}
+
+Result<WatchEnd>
+Gateway::watch(std::string_view key, std::string_view range_end, std::int64_t start_revision,
+               milliseconds timeout, bool deletes_only) noexcept
+{
 	try {
 		std::size_t index;
 		{
 			std::lock_guard<std::mutex> lk(mu_);
 			index = preferred_;
 		}
-		Json request = {{"create_request",
-		                 {{"key", base64_encode(key)}, {"start_revision", std::to_string(start_revision)}}}};
+		Json create = {{"key", base64_encode(key)}, {"start_revision", std::to_string(start_revision)}};
+		if (!range_end.empty())
+			create["range_end"] = base64_encode(range_end);
+		Json request = {{"create_request", create}};
 		CurlHandle handle; // a stream ends its connection's reuse: a handle of its own
 		WatchStream stream;
+		stream.deletes_only = deletes_only;
 		std::string url = url_of(index, "/v3/watch");
 		handle.prepare(url, request.dump(), options_.connect_timeout, timeout, target_, token().first);
 		curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, watch_chunk);
 		curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &stream);
 		CURLcode rc = curl_easy_perform(handle.get());
 		if (stream.deleted)
-			return true;
+			return WatchEnd::event;
+		if (stream.canceled && stream.compact_revision > 0)
+			return WatchEnd::compacted;
 		if (rc == CURLE_OPERATION_TIMEDOUT)
-			return false;
+			return WatchEnd::timeout;
 		std::string why = !stream.error.empty() ? stream.error
 		                  : stream.canceled     ? std::string("watch canceled")
 		                                        : handle.why(rc);

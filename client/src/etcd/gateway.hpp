@@ -64,6 +64,11 @@ struct Reply {
 
 class CurlHandle;
 
+/// How a watch ended: an event came, the timeout passed, or etcd canceled it
+/// because its start revision was compacted (the caller reads again and
+/// watches from the read's revision: etcd #7815's silent observer).
+enum class WatchEnd { event, timeout, compacted };
+
 class Gateway {
 public:
 	Gateway(Target target, const ClientOptions &options);
@@ -93,6 +98,13 @@ public:
 	/// re-checks with range requests.
 	[[nodiscard]] Result<bool> wait_deleted(std::string_view key, std::int64_t start_revision,
 	                                        std::chrono::milliseconds timeout) noexcept;
+	/// Watch [key, range_end) (range_end empty: key alone) from
+	/// start_revision until a DELETE event (deletes_only) or any event, the
+	/// timeout, or a compaction.  One endpoint, no failover: on an error
+	/// the caller re-reads.
+	[[nodiscard]] Result<WatchEnd> watch(std::string_view key, std::string_view range_end,
+	                                     std::int64_t start_revision, std::chrono::milliseconds timeout,
+	                                     bool deletes_only) noexcept;
 
 private:
 	Result<Reply> exchange(std::string_view path, const std::string &payload, const std::string &token,

@@ -1,5 +1,11 @@
 // etcd/locker.cpp -- the etcd:// provider: the FIFO lock recipe of etcd's
-// clientv3/concurrency Mutex, over the JSON gateway (etcd/gateway.hpp).
+// clientv3/concurrency Mutex, over the JSON gateway (etcd/gateway.hpp), and
+// the same queue as concurrency.Election's campaign (an election's key holds
+// its value; reading and observing it: etcd/election.cpp).
+//
+// Prefixes: "pglease/lock/" below stands for the URL's lock_prefix= (its
+// default); an election's keys lie under election_prefix= ("pglease/election/"
+// by default), named by the lease ID unpadded ("%x", as etcd's recipes do).
 //
 // Recipe: acquire grants an etcd lease (LeaseGrant; the TTL in whole seconds,
 // rounded up: etcd leases have no finer unit, so 1500ms is a 2 s lease; the
@@ -57,309 +63,20 @@
 #include <thread>
 
 #include "detail/provider.hpp"
+#include "etcd/api.hpp"
 #include "etcd/component.hpp"
+#include "etcd/election.hpp"
 #include "etcd/gateway.hpp"
 
 namespace pglease::detail {
 
 namespace {
 
-using etcd::base64_decode;
-using etcd::base64_encode;
-using etcd::Gateway;
-using etcd::int64_of;
-using etcd::Json;
-using etcd::Reply;
-
-constexpr std::string_view key_prefix = "pglease/lock/";
-constexpr int grpc_not_found = 5;
-constexpr milliseconds watch_retry{50}; // pause before re-reading when a watch failed
-// the longest TTL a key is queued under (seconds): a lock key created after
-// its acquire gave up -- a request executed late, the revoke not reaching
-// etcd -- is gone within it.  Longer TTLs move the key to a full lease once
-// it holds the lock.
-constexpr std::int64_t queue_ttl_max = 5;
-
-std::string
-resource_prefix(std::string_view resource)
-{
-	return std::string(key_prefix) + std::string(resource) + "/";
-}
-
-// prefix_end -- the range_end that selects every key starting with prefix
-std::string
-prefix_end(std::string prefix)
-{
-	prefix.back() = static_cast<char>(prefix.back() + 1); // '/' + 1 = '0'
-	return prefix;
-}
-
-std::string
-lease_hex(std::int64_t lease)
-{
-	char buf[17];
-	std::snprintf(buf, sizeof buf, "%016" PRIx64, static_cast<std::uint64_t>(lease));
-	return buf;
-}
-
-bool
-is_lock_key(std::string_view key, std::string_view prefix)
-{
-	if (key.substr(0, prefix.size()) != prefix || key.size() != prefix.size() + 16)
-		return false;
-	for (char c : key.substr(prefix.size()))
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-			return false;
-	return true;
-}
-
-// too_large -- a reply that means the request can never succeed because of its
-// size: gRPC's own limit answers RESOURCE_EXHAUSTED ("received message larger
-// than max"), etcd's INVALID_ARGUMENT ("etcdserver: request is too large");
-// RESOURCE_EXHAUSTED also means "too many requests" (retryable), so the
-// message decides
-bool
-too_large(const Reply &reply)
-{
-	return reply.message.find("larger than max") != std::string::npos ||
-	       reply.message.find("too large") != std::string::npos;
-}
-
-// error_of -- the Error for a gRPC status the gateway answered
-Error
-error_of(const Reply &reply, std::string_view what)
-{
-	Errc code = Errc::internal;
-	switch (reply.grpc_code) {
-	case 3:  // INVALID_ARGUMENT
-	case 11: // OUT_OF_RANGE (e.g. a lease TTL above etcd's maximum)
-		code = Errc::invalid_argument;
-		break;
-	case 4:  // DEADLINE_EXCEEDED
-	case 8:  // RESOURCE_EXHAUSTED
-	case 14: // UNAVAILABLE
-		code = too_large(reply) ? Errc::invalid_argument : Errc::unavailable;
-		break;
-	case 7:  // PERMISSION_DENIED
-	case 16: // UNAUTHENTICATED
-		code = Errc::permission;
-		break;
-	case grpc_not_found:
-		code = Errc::lost;
-		break;
-	default:
-		break;
-	}
-	return Error{code, code == Errc::invalid_argument ? "22023" : "",
-	             "etcd " + std::string(what) + ": " + reply.message};
-}
-
-// ttl_seconds_of -- a TTL in etcd's unit, whole seconds, rounded up: a lease
-// never ends before the TTL asked for (max_ttl() keeps it in range)
-std::int64_t
-ttl_seconds_of(milliseconds ttl) noexcept
-{
-	return ttl.count() / 1000 + (ttl.count() % 1000 != 0 ? 1 : 0);
-}
-
-// A thin layer of the calls the recipe makes, each one gateway request
-// bounded by the deadline of the call it is part of.
-class Api {
-public:
-	explicit Api(std::shared_ptr<Gateway> gateway) : gateway_(std::move(gateway)) {}
-
-	Gateway &gateway() { return *gateway_; }
-
-	// lease_grant -- a new lease of ttl_seconds; its ID
-	Result<std::int64_t> lease_grant(std::int64_t ttl_seconds, Clock::time_point deadline)
-	{
-		auto r = gateway_->post("/v3/lease/grant", Json{{"TTL", std::to_string(ttl_seconds)}}, deadline);
-		if (!r)
-			return r.error();
-		if (r->grpc_code != 0)
-			return error_of(*r, "lease grant");
-		std::int64_t id = int64_of(r->body, "ID");
-		if (id <= 0)
-			return Error{Errc::internal, "", "etcd lease grant: no lease ID in " + r->body.dump()};
-		return id;
-	}
-
-	// lease_call -- one of the calls on an existing lease (keepalive, timetolive,
-	// revoke): its answer, or nullopt when etcd no longer knows the lease
-	Result<std::optional<Json>> lease_call(const char *path, const char *what, std::int64_t lease,
-	                                       Clock::time_point deadline)
-	{
-		auto r = gateway_->post(path, Json{{"ID", std::to_string(lease)}}, deadline);
-		if (!r)
-			return r.error();
-		if (r->grpc_code == grpc_not_found)
-			return std::optional<Json>{};
-		if (r->grpc_code != 0)
-			return error_of(*r, what);
-		return std::optional<Json>{std::move(r->body)};
-	}
-
-	// keepalive -- the lease's TTL after the refresh; 0 when it is gone
-	Result<std::int64_t> keepalive(std::int64_t lease, Clock::time_point deadline)
-	{
-		auto body = lease_call("/v3/lease/keepalive", "lease keepalive", lease, deadline);
-		if (!body)
-			return body.error();
-		return *body ? int64_of(**body, "TTL") : std::int64_t{0};
-	}
-
-	// granted_ttl -- the TTL the lease was granted with (what every keepalive
-	// refreshes it to); 0 when it is gone
-	Result<std::int64_t> granted_ttl(std::int64_t lease, Clock::time_point deadline)
-	{
-		auto body = lease_call("/v3/lease/timetolive", "lease timetolive", lease, deadline);
-		if (!body)
-			return body.error();
-		if (!*body || int64_of(**body, "TTL") <= 0) // TTL -1: expired or revoked
-			return std::int64_t{0};
-		return int64_of(**body, "grantedTTL");
-	}
-
-	// revoke -- end the lease and delete its keys; false: it was gone already
-	Result<bool> revoke(std::int64_t lease, Clock::time_point deadline)
-	{
-		auto body = lease_call("/v3/lease/revoke", "lease revoke", lease, deadline);
-		if (!body)
-			return body.error();
-		return body->has_value();
-	}
-
-	// create_key -- put key with lease unless it exists; the key's create revision
-	Result<std::int64_t> create_key(const std::string &key, const std::string &value, std::int64_t lease,
-	                                Clock::time_point deadline)
-	{
-		const std::string k = base64_encode(key);
-		Json read = {{"request_range", {{"key", k}}}};
-		Json txn = {
-		    {"compare",
-		     Json::array(
-		         {{{"key", k}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}}})},
-		    {"success",
-		     Json::array({{{"request_put",
-		                    {{"key", k}, {"value", base64_encode(value)}, {"lease", std::to_string(lease)}}}},
-		                  read})},
-		    {"failure", Json::array({read})}};
-		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
-		if (!r)
-			return r.error();
-		if (r->grpc_code != 0)
-			return error_of(*r, "txn (put lock key)");
-		const Json responses = r->body.value("responses", Json::array());
-		if (responses.empty())
-			return Error{Errc::internal, "", "etcd txn: no responses in " + r->body.dump()};
-		const Json range = responses.back().value("response_range", Json::object());
-		const Json kvs = range.value("kvs", Json::array());
-		std::int64_t revision = kvs.empty() ? 0 : int64_of(kvs[0], "create_revision");
-		if (revision <= 0)
-			return Error{Errc::internal, "", "etcd txn: the lock key is missing right after its put"};
-		if (int64_of(kvs[0], "lease") != lease) // never ours: a key named by this lease is another's
-			return Error{Errc::internal, "", "etcd txn: the lock key " + key + " exists under another lease"};
-		return revision;
-	}
-
-	// move_key -- attach key (still of create revision `revision` and lease
-	// `from`) to lease `to`, its value and create revision kept; false: the key
-	// is not there any more (one txn)
-	Result<bool> move_key(const std::string &key, std::int64_t revision, std::int64_t from, std::int64_t to,
-	                      Clock::time_point deadline)
-	{
-		const std::string k = base64_encode(key);
-		Json txn = {
-		    {"compare",
-		     Json::array(
-		         {{{"key", k},
-		           {"target", "CREATE"},
-		           {"result", "EQUAL"},
-		           {"create_revision", std::to_string(revision)}},
-		          {{"key", k}, {"target", "LEASE"}, {"result", "EQUAL"}, {"lease", std::to_string(from)}}})},
-		    {"success",
-		     Json::array(
-		         {{{"request_put", {{"key", k}, {"ignore_value", true}, {"lease", std::to_string(to)}}}}})}};
-		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
-		if (!r)
-			return r.error();
-		if (r->grpc_code != 0)
-			return error_of(*r, "txn (move lock key to its lease)");
-		return r->body.value("succeeded", false);
-	}
-
-	struct Kv {
-		std::string key;
-		std::int64_t create_revision = 0;
-		std::int64_t lease = 0;
-		std::string value; // the holder label; read only when asked for
-	};
-	struct Range {
-		std::vector<Kv> kvs; // lock keys of the resource only
-		std::int64_t revision = 0;
-	};
-
-	// lock_keys -- the resource's lock keys created in [min_rev, max_rev] (0:
-	// open), with their values (holder labels) if with_values
-	Result<Range> lock_keys(std::string_view resource, std::int64_t min_rev, std::int64_t max_rev,
-	                        Clock::time_point deadline, bool with_values = false)
-	{
-		const std::string prefix = resource_prefix(resource);
-		Json request = {{"key", base64_encode(prefix)},
-		                {"range_end", base64_encode(prefix_end(prefix))},
-		                {"keys_only", !with_values}};
-		if (min_rev > 0)
-			request["min_create_revision"] = std::to_string(min_rev);
-		if (max_rev > 0)
-			request["max_create_revision"] = std::to_string(max_rev);
-		auto r = gateway_->post("/v3/kv/range", request, deadline);
-		if (!r)
-			return r.error();
-		if (r->grpc_code != 0)
-			return error_of(*r, "range");
-		Range out;
-		out.revision = int64_of(r->body.value("header", Json::object()), "revision");
-		for (const Json &kv : r->body.value("kvs", Json::array())) {
-			std::string key = base64_decode(kv.value("key", ""));
-			if (is_lock_key(key, prefix))
-				out.kvs.push_back(Kv{std::move(key), int64_of(kv, "create_revision"), int64_of(kv, "lease"),
-				                     with_values ? base64_decode(kv.value("value", "")) : std::string{}});
-		}
-		return out;
-	}
-
-	// delete_key -- delete key if it still has create revision `revision`
-	// and, if holder is not empty, that value (one txn); true: it was there
-	Result<bool> delete_key(const std::string &key, std::int64_t revision, Clock::time_point deadline,
-	                        std::string_view holder = {})
-	{
-		const std::string k = base64_encode(key);
-		Json compare = Json::array({{{"key", k},
-		                             {"target", "CREATE"},
-		                             {"result", "EQUAL"},
-		                             {"create_revision", std::to_string(revision)}}});
-		if (!holder.empty())
-			compare.push_back({{"key", k},
-			                   {"target", "VALUE"},
-			                   {"result", "EQUAL"},
-			                   {"value", base64_encode(std::string{holder})}});
-		Json txn = {{"compare", compare},
-		            {"success", Json::array({{{"request_delete_range", {{"key", k}}}}})}};
-		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
-		if (!r)
-			return r.error();
-		if (r->grpc_code != 0)
-			return error_of(*r, "txn (delete lock key)");
-		return r->body.value("succeeded", false);
-	}
-
-private:
-	std::shared_ptr<Gateway> gateway_;
-};
+using namespace etcd; // NOLINT(google-build-using-namespace): the recipe is etcd's
 
 // A grant's lock key, by name and by create revision (= token).
 struct LockKey {
-	std::string resource;
+	std::string prefix; // of its queue: queue_prefix(lock or election prefix, name)
 	std::string key;
 	std::int64_t lease = 0;
 	std::int64_t revision = 0;
@@ -369,7 +86,7 @@ struct LockKey {
 Result<bool>
 still_there(Api &api, const LockKey &lock, Clock::time_point deadline)
 {
-	auto range = api.lock_keys(lock.resource, lock.revision, lock.revision, deadline);
+	auto range = api.lock_keys(lock.prefix, lock.revision, lock.revision, deadline);
 	if (!range)
 		return range.error();
 	for (const auto &kv : range->kvs)
@@ -502,6 +219,17 @@ public:
 			return Error{Errc::internal, "", "out of memory"};
 		}
 	}
+	// an election's grant: the value is put on the key only while it has
+	// this term's create revision (concurrency.Election's Proclaim)
+	Result<bool> proclaim(std::string_view value) noexcept override
+	{
+		try {
+			return api_->proclaim(lock_.key, lock_.revision, lock_.lease, value,
+			                      api_->gateway().call_deadline());
+		} catch (...) {
+			return Error{Errc::internal, "", "out of memory"};
+		}
+	}
 
 private:
 	std::shared_ptr<Api> api_;
@@ -512,8 +240,10 @@ private:
 
 class EtcdLocker final : public LockerBase {
 public:
-	EtcdLocker(std::shared_ptr<Api> api, std::size_t max_idle)
-	    : api_(std::move(api)), pool_(std::make_shared<LeasePool>(api_, max_idle))
+	EtcdLocker(std::shared_ptr<Api> api, std::size_t max_idle, std::string lock_prefix,
+	           std::string election_prefix)
+	    : api_(std::move(api)), pool_(std::make_shared<LeasePool>(api_, max_idle)),
+	      lock_prefix_(std::move(lock_prefix)), election_prefix_(std::move(election_prefix))
 	{
 	}
 
@@ -521,7 +251,8 @@ public:
 	{
 		Capabilities c;
 		c.distributed = c.fencing_token = c.fifo_wait = c.ephemeral = c.durable = c.survives_failover = true;
-		return c; // fenced_write: etcd checks no token on the data's store
+		c.election = true; // etcd/election.cpp
+		return c;          // fenced_write: etcd checks no token on the data's store
 	}
 	std::string_view provider() const noexcept override { return "etcd"; }
 
@@ -591,7 +322,31 @@ protected:
 			return Error{
 			    Errc::invalid_argument, "",
 			    "the etcd provider offers Strategy::lease and ephemeral (an etcd lease), no advisory locks"};
-		return take(resource, options, holder, heartbeat); // acquire() turns a throw into Errc::internal
+		// acquire() turns a throw into Errc::internal
+		return take(queue_prefix(lock_prefix_, resource), resource, options, holder, heartbeat, true);
+	}
+
+	// An election is a queue in concurrency.Election's layout: the key's
+	// value is the proclamation, the term its create revision.
+	Result<Granted> grant_leadership(std::string_view election, std::string_view value,
+	                                 const LeaseOptions &options, const std::string &,
+	                                 milliseconds heartbeat) override
+	{
+		if (options.strategy == Strategy::advisory)
+			return Error{Errc::invalid_argument, "",
+			             "the etcd provider campaigns with Strategy::lease and ephemeral (an etcd lease), no "
+			             "advisory locks"};
+		return take(queue_prefix(election_prefix_, election), election, options, std::string{value},
+		            heartbeat, false);
+	}
+	Result<LeaderView> read_leader(std::string_view election) override
+	{
+		return leader_view(*api_, queue_prefix(election_prefix_, election), api_->gateway().call_deadline());
+	}
+	Result<LeaderView> next_leader(std::string_view election, const LeaderView &seen,
+	                               Clock::time_point deadline) override
+	{
+		return next_view(*api_, queue_prefix(election_prefix_, election), seen, deadline);
 	}
 
 private:
@@ -604,13 +359,14 @@ private:
 	Result<LockKey> holder_of(std::string_view resource, std::int64_t token, std::string_view holder,
 	                          Clock::time_point deadline)
 	{
-		auto range = api_->lock_keys(resource, 0, token, deadline, !holder.empty());
+		const std::string prefix = queue_prefix(lock_prefix_, resource);
+		auto range = api_->lock_keys(prefix, 0, token, deadline, !holder.empty());
 		if (!range)
 			return range.error();
-		LockKey lock{std::string(resource), "", 0, token};
+		LockKey lock{prefix, "", 0, token};
 		for (const auto &kv : range->kvs) {
 			if (kv.create_revision < token)
-				return LockKey{std::string(resource), "", 0, token}; // a waiter's token
+				return LockKey{prefix, "", 0, token}; // a waiter's token
 			if (kv.create_revision == token && (holder.empty() || kv.value == holder)) {
 				lock.key = kv.key;
 				lock.lease = kv.lease;
@@ -679,9 +435,11 @@ private:
 		return g;
 	}
 
-	// take -- queue a lock key, then wait for every key ahead of it to go
-	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder,
-	                     milliseconds lease_heartbeat)
+	// take -- queue a key at prefix (value: the holder label of a lock, the
+	// proclamation of an election; padded: a lock's 16-digit lease ID), then
+	// wait for every key ahead of it to go
+	Result<Granted> take(const std::string &prefix, std::string_view resource, const LeaseOptions &options,
+	                     const std::string &value, milliseconds lease_heartbeat, bool padded)
 	{
 		Budget budget;
 		budget.gateway = &api_->gateway();
@@ -702,8 +460,8 @@ private:
 				lease = api_->lease_grant(queue_seconds, budget.step());
 			if (!lease)
 				return lease.error();
-			LockKey lock{std::string(resource), resource_prefix(resource) + lease_hex(*lease), *lease, 0};
-			auto revision = api_->create_key(lock.key, holder, lock.lease, budget.step());
+			LockKey lock{prefix, prefix + lease_hex(*lease, padded), *lease, 0};
+			auto revision = api_->create_key(lock.key, value, lock.lease, budget.step());
 			if (!revision) {
 				(void)api_->revoke(lock.lease, budget.step());
 				return revision.error();
@@ -711,7 +469,7 @@ private:
 			lock.revision = *revision;
 			const std::int64_t queue_lease = lock.lease;
 			for (;;) { // once per wake-up
-				auto queue = api_->lock_keys(resource, 0, lock.revision, budget.step());
+				auto queue = api_->lock_keys(prefix, 0, lock.revision, budget.step());
 				if (!queue) {
 					if (queue.error().code == Errc::unavailable &&
 					    Clock::now() + watch_retry < budget.give_up) {
@@ -759,6 +517,8 @@ private:
 
 	std::shared_ptr<Api> api_;
 	std::shared_ptr<LeasePool> pool_;
+	const std::string lock_prefix_;     // URL's lock_prefix=, "pglease/lock/" by default
+	const std::string election_prefix_; // URL's election_prefix=, "pglease/election/" by default
 };
 
 } // namespace
@@ -769,9 +529,11 @@ connect_etcd(std::string_view url, const ClientOptions &options)
 	auto target = etcd::parse_target(url, options);
 	if (!target)
 		return target.error();
+	std::string lock_prefix = target->lock_prefix, election_prefix = target->election_prefix;
 	auto gateway = std::make_shared<Gateway>(std::move(*target), options);
 	auto locker =
-	    std::make_unique<EtcdLocker>(std::make_shared<Api>(std::move(gateway)), options.max_idle_connections);
+	    std::make_unique<EtcdLocker>(std::make_shared<Api>(std::move(gateway)), options.max_idle_connections,
+	                                 std::move(lock_prefix), std::move(election_prefix));
 	return handed_out(std::move(locker));
 }
 

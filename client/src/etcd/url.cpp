@@ -1,7 +1,9 @@
 // etcd/url.cpp -- parse_target (etcd/url.hpp): the etcd:// and etcds:// URLs;
-// their TLS material is read as every provider's (detail/tls.hpp).
+// their TLS material is read as every provider's (detail/tls.hpp), after
+// lock_prefix= and election_prefix= are taken out of the query.
 #include "etcd/url.hpp"
 
+#include "detail/provider.hpp"
 #include "detail/tls.hpp"
 #include "pglease/error.hpp"
 
@@ -63,6 +65,41 @@ tls_material(std::string_view url, std::string_view query, const ClientOptions &
 	return {};
 }
 
+// key_prefixes -- lock_prefix= and election_prefix= taken out of query into
+// target; the rest of the query (the TLS parameters) is returned
+Result<std::string>
+key_prefixes(std::string_view url, std::string_view query, Target &target)
+{
+	std::string rest;
+	bool lock_given = false, election_given = false;
+	while (!query.empty()) {
+		auto amp = query.find('&');
+		std::string_view pair = query.substr(0, amp);
+		query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+		auto eq = pair.find('=');
+		std::string_view name = pair.substr(0, eq);
+		bool lock = name == "lock_prefix";
+		if (!lock && name != "election_prefix") {
+			rest += (rest.empty() ? "" : "&") + std::string(pair);
+			continue;
+		}
+		bool &given = lock ? lock_given : election_given;
+		if (given)
+			return bad(url, std::string(name) + "= given twice");
+		given = true;
+		std::string &value = lock ? target.lock_prefix : target.election_prefix;
+		value.clear();
+		if (eq == std::string_view::npos)
+			return bad(url, std::string(name) + " needs a value (" + std::string(name) +
+			                    "=prefix/, may be empty)");
+		if (!percent_decoded(pair.substr(eq + 1), value))
+			return bad(url, "a broken %XX escape in " + std::string(name) + "=");
+		if (auto ok = check_label(name, value, max_resource_bytes); !ok)
+			return bad(url, ok.error().message);
+	}
+	return rest;
+}
+
 } // namespace
 
 Result<Target>
@@ -91,14 +128,18 @@ parse_target(std::string_view url, const ClientOptions &options) noexcept
 			rest.remove_suffix(1);
 		if (rest.find_first_of("/#") != std::string_view::npos)
 			return bad(url, "no path or fragment: etcd[s]://[user:password@]host:port[,host:port...]");
-		if (q != std::string_view::npos && !target.tls)
-			return bad(url, "query parameters (cacert=, cert=, key=) belong to etcds:// (TLS)");
+		auto tls_query = key_prefixes(url, query_text, target);
+		if (!tls_query)
+			return tls_query.error();
+		if (!tls_query->empty() && !target.tls)
+			return bad(url, "query parameters other than lock_prefix= and election_prefix= (cacert=, cert=, "
+			                "key=) belong to etcds:// (TLS)");
 		auto endpoints = parse_host_list(rest);
 		if (!endpoints)
 			return endpoints.error().code == Errc::invalid_argument ? bad(url, endpoints.error().message)
 			                                                        : endpoints.error();
 		target.endpoints = std::move(*endpoints);
-		if (auto ok = tls_material(url, query_text, options, target); !ok)
+		if (auto ok = tls_material(url, *tls_query, options, target); !ok)
 			return ok.error();
 		return target;
 	} catch (...) {

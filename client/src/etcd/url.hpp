@@ -1,8 +1,16 @@
 // etcd/url.hpp -- what an etcd:// or etcds:// URL says: the endpoints, the
 // credentials and the TLS material, checked before any I/O.
 //
-//   etcd://[user:password@]h1:p1[,h2:p2...]
-//   etcds://[user:password@]h1:p1[,h2:p2...][/][?cacert=PATH&cert=PATH&key=PATH]
+//   etcd://[user:password@]h1:p1[,h2:p2...][/][?lock_prefix=P&election_prefix=P]
+//   etcds://[user:password@]h1:p1[,h2:p2...][/][?cacert=PATH&cert=PATH&key=PATH
+//                                              &lock_prefix=P&election_prefix=P]
+//
+// lock_prefix= and election_prefix= (percent-decoded; may be empty) are
+// put before a lock's resource or an election's name to make its etcd key
+// prefix "<prefix><name>/", the layout of etcd's concurrency.Mutex and
+// Election (`etcdctl lock NAME` / `etcdctl elect NAME` with NAME =
+// "<prefix><name>").  Defaults: "pglease/lock/", "pglease/election/".  At
+// most 256 bytes of UTF-8 without NUL, each given at most once.
 //
 // etcds:// speaks HTTPS to every endpoint: the server's certificate is
 // verified against cacert= (or ClientOptions::tls_ca_file; neither: the
@@ -33,6 +41,8 @@ struct Target {
 	std::string key_file;
 	std::string user; // empty: no authentication
 	std::string password;
+	std::string lock_prefix = "pglease/lock/";
+	std::string election_prefix = "pglease/election/";
 };
 
 /// The target of url, its TLS material completed from options; or

@@ -1,0 +1,381 @@
+// etcd/api.hpp -- the etcd calls the recipes make (etcd/locker.cpp's lock,
+// etcd/election.cpp's election), each one gateway request (etcd/gateway.hpp)
+// bounded by the deadline of the call it is part of, and the key layout they
+// share with etcd's clientv3/concurrency Mutex and Election: the keys of one
+// queue are "<prefix><lease id in hex>", the first is the one with the lowest
+// create revision.
+#pragma once
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "detail/provider.hpp"
+#include "etcd/gateway.hpp"
+
+namespace pglease::detail::etcd {
+
+constexpr int grpc_not_found = 5;
+constexpr milliseconds watch_retry{50}; // pause before re-reading when a watch failed
+// the longest TTL a key is queued under (seconds): a lock key created after
+// its acquire gave up -- a request executed late, the revoke not reaching
+// etcd -- is gone within it.  Longer TTLs move the key to a full lease once
+// it holds the lock.
+constexpr std::int64_t queue_ttl_max = 5;
+
+// queue_prefix -- the prefix of the keys of one lock or election: the
+// provider's prefix (lock_prefix= / election_prefix= of the URL) and the
+// name, then "/" as concurrency.NewMutex / NewElection add it
+inline std::string
+queue_prefix(std::string_view base, std::string_view name)
+{
+	return std::string(base) + std::string(name) + "/";
+}
+
+// prefix_end -- the range_end that selects every key starting with prefix
+inline std::string
+prefix_end(std::string prefix)
+{
+	prefix.back() = static_cast<char>(prefix.back() + 1); // '/' + 1 = '0'
+	return prefix;
+}
+
+// lease_hex -- a lease ID as a key's last part: 16 hex digits for a lock
+// (the layout pglease always wrote), unpadded for an election, exactly as
+// concurrency.Election writes it ("%x"), so a key names the same lease
+// either way
+inline std::string
+lease_hex(std::int64_t lease, bool padded = true)
+{
+	char buf[17];
+	std::snprintf(buf, sizeof buf, padded ? "%016" PRIx64 : "%" PRIx64, static_cast<std::uint64_t>(lease));
+	return buf;
+}
+
+// is_lock_key -- a key of the queue at prefix: the rest is a lease ID in
+// hex, 1 to 16 digits (etcd's own recipes do not pad it); a key with a '/'
+// in the rest belongs to a nested name ("a/b" under "a")
+inline bool
+is_lock_key(std::string_view key, std::string_view prefix)
+{
+	if (key.substr(0, prefix.size()) != prefix || key.size() <= prefix.size() ||
+	    key.size() > prefix.size() + 16)
+		return false;
+	for (char c : key.substr(prefix.size()))
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+	return true;
+}
+
+// too_large -- a reply that means the request can never succeed because of its
+// size: gRPC's own limit answers RESOURCE_EXHAUSTED ("received message larger
+// than max"), etcd's INVALID_ARGUMENT ("etcdserver: request is too large");
+// RESOURCE_EXHAUSTED also means "too many requests" (retryable), so the
+// message decides
+inline bool
+too_large(const Reply &reply)
+{
+	return reply.message.find("larger than max") != std::string::npos ||
+	       reply.message.find("too large") != std::string::npos;
+}
+
+// error_of -- the Error for a gRPC status the gateway answered
+inline Error
+error_of(const Reply &reply, std::string_view what)
+{
+	Errc code = Errc::internal;
+	switch (reply.grpc_code) {
+	case 3:  // INVALID_ARGUMENT
+	case 11: // OUT_OF_RANGE (e.g. a lease TTL above etcd's maximum)
+		code = Errc::invalid_argument;
+		break;
+	case 4:  // DEADLINE_EXCEEDED
+	case 8:  // RESOURCE_EXHAUSTED
+	case 14: // UNAVAILABLE
+		code = too_large(reply) ? Errc::invalid_argument : Errc::unavailable;
+		break;
+	case 7:  // PERMISSION_DENIED
+	case 16: // UNAUTHENTICATED
+		code = Errc::permission;
+		break;
+	case grpc_not_found:
+		code = Errc::lost;
+		break;
+	default:
+		break;
+	}
+	return Error{code, code == Errc::invalid_argument ? "22023" : "",
+	             "etcd " + std::string(what) + ": " + reply.message};
+}
+
+// ttl_seconds_of -- a TTL in etcd's unit, whole seconds, rounded up: a lease
+// never ends before the TTL asked for (max_ttl() keeps it in range)
+inline std::int64_t
+ttl_seconds_of(milliseconds ttl) noexcept
+{
+	return ttl.count() / 1000 + (ttl.count() % 1000 != 0 ? 1 : 0);
+}
+
+// A thin layer of the calls the recipe makes, each one gateway request
+// bounded by the deadline of the call it is part of.
+class Api {
+public:
+	explicit Api(std::shared_ptr<Gateway> gateway) : gateway_(std::move(gateway)) {}
+
+	Gateway &gateway() { return *gateway_; }
+
+	// lease_grant -- a new lease of ttl_seconds; its ID
+	Result<std::int64_t> lease_grant(std::int64_t ttl_seconds, Clock::time_point deadline)
+	{
+		auto r = gateway_->post("/v3/lease/grant", Json{{"TTL", std::to_string(ttl_seconds)}}, deadline);
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "lease grant");
+		std::int64_t id = int64_of(r->body, "ID");
+		if (id <= 0)
+			return Error{Errc::internal, "", "etcd lease grant: no lease ID in " + r->body.dump()};
+		return id;
+	}
+
+	// lease_call -- one of the calls on an existing lease (keepalive, timetolive,
+	// revoke): its answer, or nullopt when etcd no longer knows the lease
+	Result<std::optional<Json>> lease_call(const char *path, const char *what, std::int64_t lease,
+	                                       Clock::time_point deadline)
+	{
+		auto r = gateway_->post(path, Json{{"ID", std::to_string(lease)}}, deadline);
+		if (!r)
+			return r.error();
+		if (r->grpc_code == grpc_not_found)
+			return std::optional<Json>{};
+		if (r->grpc_code != 0)
+			return error_of(*r, what);
+		return std::optional<Json>{std::move(r->body)};
+	}
+
+	// keepalive -- the lease's TTL after the refresh; 0 when it is gone
+	Result<std::int64_t> keepalive(std::int64_t lease, Clock::time_point deadline)
+	{
+		auto body = lease_call("/v3/lease/keepalive", "lease keepalive", lease, deadline);
+		if (!body)
+			return body.error();
+		return *body ? int64_of(**body, "TTL") : std::int64_t{0};
+	}
+
+	// granted_ttl -- the TTL the lease was granted with (what every keepalive
+	// refreshes it to); 0 when it is gone
+	Result<std::int64_t> granted_ttl(std::int64_t lease, Clock::time_point deadline)
+	{
+		auto body = lease_call("/v3/lease/timetolive", "lease timetolive", lease, deadline);
+		if (!body)
+			return body.error();
+		if (!*body || int64_of(**body, "TTL") <= 0) // TTL -1: expired or revoked
+			return std::int64_t{0};
+		return int64_of(**body, "grantedTTL");
+	}
+
+	// revoke -- end the lease and delete its keys; false: it was gone already
+	Result<bool> revoke(std::int64_t lease, Clock::time_point deadline)
+	{
+		auto body = lease_call("/v3/lease/revoke", "lease revoke", lease, deadline);
+		if (!body)
+			return body.error();
+		return body->has_value();
+	}
+
+	// create_key -- put key with lease unless it exists; the key's create revision
+	Result<std::int64_t> create_key(const std::string &key, const std::string &value, std::int64_t lease,
+	                                Clock::time_point deadline)
+	{
+		const std::string k = base64_encode(key);
+		Json read = {{"request_range", {{"key", k}}}};
+		Json txn = {
+		    {"compare",
+		     Json::array(
+		         {{{"key", k}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}}})},
+		    {"success",
+		     Json::array({{{"request_put",
+		                    {{"key", k}, {"value", base64_encode(value)}, {"lease", std::to_string(lease)}}}},
+		                  read})},
+		    {"failure", Json::array({read})}};
+		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "txn (put lock key)");
+		const Json responses = r->body.value("responses", Json::array());
+		if (responses.empty())
+			return Error{Errc::internal, "", "etcd txn: no responses in " + r->body.dump()};
+		const Json range = responses.back().value("response_range", Json::object());
+		const Json kvs = range.value("kvs", Json::array());
+		std::int64_t revision = kvs.empty() ? 0 : int64_of(kvs[0], "create_revision");
+		if (revision <= 0)
+			return Error{Errc::internal, "", "etcd txn: the lock key is missing right after its put"};
+		if (int64_of(kvs[0], "lease") != lease) // never ours: a key named by this lease is another's
+			return Error{Errc::internal, "", "etcd txn: the lock key " + key + " exists under another lease"};
+		return revision;
+	}
+
+	// move_key -- attach key (still of create revision `revision` and lease
+	// `from`) to lease `to`, its value and create revision kept; false: the key
+	// is not there any more (one txn)
+	Result<bool> move_key(const std::string &key, std::int64_t revision, std::int64_t from, std::int64_t to,
+	                      Clock::time_point deadline)
+	{
+		const std::string k = base64_encode(key);
+		Json txn = {
+		    {"compare",
+		     Json::array(
+		         {{{"key", k},
+		           {"target", "CREATE"},
+		           {"result", "EQUAL"},
+		           {"create_revision", std::to_string(revision)}},
+		          {{"key", k}, {"target", "LEASE"}, {"result", "EQUAL"}, {"lease", std::to_string(from)}}})},
+		    {"success",
+		     Json::array(
+		         {{{"request_put", {{"key", k}, {"ignore_value", true}, {"lease", std::to_string(to)}}}}})}};
+		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "txn (move lock key to its lease)");
+		return r->body.value("succeeded", false);
+	}
+
+	struct Kv {
+		std::string key;
+		std::int64_t create_revision = 0;
+		std::int64_t lease = 0;
+		std::string value; // the holder label; read only when asked for
+	};
+	struct Range {
+		std::vector<Kv> kvs; // lock keys of the resource only
+		std::int64_t revision = 0;
+	};
+
+	// lock_keys -- the keys of the queue at prefix created in [min_rev,
+	// max_rev] (0: open), with their values (holder labels, proclamations)
+	// if with_values
+	Result<Range> lock_keys(const std::string &prefix, std::int64_t min_rev, std::int64_t max_rev,
+	                        Clock::time_point deadline, bool with_values = false)
+	{
+		Json request = {{"key", base64_encode(prefix)},
+		                {"range_end", base64_encode(prefix_end(prefix))},
+		                {"keys_only", !with_values}};
+		if (min_rev > 0)
+			request["min_create_revision"] = std::to_string(min_rev);
+		if (max_rev > 0)
+			request["max_create_revision"] = std::to_string(max_rev);
+		auto r = gateway_->post("/v3/kv/range", request, deadline);
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "range");
+		Range out;
+		out.revision = int64_of(r->body.value("header", Json::object()), "revision");
+		for (const Json &kv : r->body.value("kvs", Json::array())) {
+			std::string key = base64_decode(kv.value("key", ""));
+			if (is_lock_key(key, prefix))
+				out.kvs.push_back(Kv{std::move(key), int64_of(kv, "create_revision"), int64_of(kv, "lease"),
+				                     with_values ? base64_decode(kv.value("value", "")) : std::string{}});
+		}
+		return out;
+	}
+
+	// delete_key -- delete key if it still has create revision `revision`
+	// and, if holder is not empty, that value (one txn); true: it was there
+	Result<bool> delete_key(const std::string &key, std::int64_t revision, Clock::time_point deadline,
+	                        std::string_view holder = {})
+	{
+		const std::string k = base64_encode(key);
+		Json compare = Json::array({{{"key", k},
+		                             {"target", "CREATE"},
+		                             {"result", "EQUAL"},
+		                             {"create_revision", std::to_string(revision)}}});
+		if (!holder.empty())
+			compare.push_back({{"key", k},
+			                   {"target", "VALUE"},
+			                   {"result", "EQUAL"},
+			                   {"value", base64_encode(std::string{holder})}});
+		Json txn = {{"compare", compare},
+		            {"success", Json::array({{{"request_delete_range", {{"key", k}}}}})}};
+		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "txn (delete lock key)");
+		return r->body.value("succeeded", false);
+	}
+
+	// first_key -- the key of the queue at prefix with the lowest create
+	// revision, with its value, as concurrency.Election's Leader reads it
+	// (the prefix sorted by create revision, limit 1); kvs empty when the
+	// queue is empty.  A key of a nested name sorting first costs a second
+	// read of the whole queue.
+	Result<Range> first_key(const std::string &prefix, Clock::time_point deadline)
+	{
+		Json request = {{"key", base64_encode(prefix)},
+		                {"range_end", base64_encode(prefix_end(prefix))},
+		                {"sort_order", "ASCEND"},
+		                {"sort_target", "CREATE"},
+		                {"limit", "1"}};
+		auto r = gateway_->post("/v3/kv/range", request, deadline);
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "range (leader)");
+		Range out;
+		out.revision = int64_of(r->body.value("header", Json::object()), "revision");
+		const Json kvs = r->body.value("kvs", Json::array());
+		if (kvs.empty())
+			return out;
+		std::string key = base64_decode(kvs[0].value("key", ""));
+		if (!is_lock_key(key, prefix)) { // a nested name's key: read the queue itself
+			auto all = lock_keys(prefix, 0, 0, deadline, true);
+			if (!all)
+				return all.error();
+			auto first = std::min_element(all->kvs.begin(), all->kvs.end(), [](const Kv &a, const Kv &b) {
+				return a.create_revision < b.create_revision;
+			});
+			if (first != all->kvs.end())
+				all->kvs = {*first};
+			return all;
+		}
+		out.kvs.push_back(Kv{std::move(key), int64_of(kvs[0], "create_revision"), int64_of(kvs[0], "lease"),
+		                     base64_decode(kvs[0].value("value", ""))});
+		return out;
+	}
+
+	// proclaim -- set key's value if it still has create revision
+	// `revision`, keeping it under `lease` (concurrency.Election's Proclaim:
+	// one txn); false: the key of that term is gone
+	Result<bool> proclaim(const std::string &key, std::int64_t revision, std::int64_t lease,
+	                      std::string_view value, Clock::time_point deadline)
+	{
+		const std::string k = base64_encode(key);
+		Json txn = {{"compare", Json::array({{{"key", k},
+		                                      {"target", "CREATE"},
+		                                      {"result", "EQUAL"},
+		                                      {"create_revision", std::to_string(revision)}}})},
+		            {"success", Json::array({{{"request_put",
+		                                       {{"key", k},
+		                                        {"value", base64_encode(std::string{value})},
+		                                        {"lease", std::to_string(lease)}}}}})}};
+		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
+		if (!r)
+			return r.error();
+		if (r->grpc_code != 0)
+			return error_of(*r, "txn (proclaim)");
+		return r->body.value("succeeded", false);
+	}
+
+private:
+	std::shared_ptr<Gateway> gateway_;
+};
+
+} // namespace pglease::detail::etcd
