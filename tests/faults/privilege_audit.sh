@@ -492,7 +492,7 @@ echo "# functions PUBLIC may execute: $(su "SELECT string_agg(oid::regprocedure:
 # the view as the attacker sees it: the documented columns, current grants only
 attempts=$((attempts + 1))
 header="$(timeout 30 psql -X -q -A -U "$M" -d "$DB" -c "SELECT * FROM lease.leases ORDER BY resource" | head -1)"
-want="resource|holder|token|owner|granted_at|renewed_at|expires_at|remaining|session_bound|waiters"
+want="resource|holder|token|owner|granted_at|renewed_at|expires_at|remaining|session_bound|waiters|value"
 if [ "$header" = "$want" ]; then ok "view_has_the_documented_columns"; else not_ok "view_has_the_documented_columns" "'$header', expected '$want'"; fi
 gives "view_lists_current_grants_only" "mallory/own|mallory/shadowed|victim/a|victim/sb" \
 	"SELECT string_agg(resource, '|' ORDER BY resource) FROM lease.leases"
