@@ -445,6 +445,39 @@ LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noex
 	});
 }
 
+// confirm_after_wait -- a grant's local deadline counts from the request's
+// start, since the server may have granted it at any instant of the wait: after
+// a wait longer than ttl - heartbeat little or nothing of it is left, and the
+// lease would start (nearly) lost though the server holds it for a whole TTL.
+// One renewal now proves the grant current on the server's clock (the same
+// token, never expired in between, or the renewal is refused) and starts a
+// full conservative deadline from its own sending.
+namespace {
+
+Result<void>
+confirm_after_wait(std::string_view resource, milliseconds ttl, milliseconds drift, milliseconds heartbeat,
+                   Granted &granted)
+{
+	if (granted.deadline >= Clock::now() + heartbeat)
+		return {};
+	auto sent = Clock::now();
+	Result<bool> confirmed = granted.grant->renew(ttl);
+	if (confirmed && *confirmed) {
+		granted.deadline = deadline_after(sent, ttl - drift);
+		return {};
+	}
+	if (confirmed || Clock::now() >= granted.deadline) {
+		(void)granted.grant->release(); // best effort: it may be gone already
+		return Error{Errc::lost, confirmed ? "" : confirmed.error().sqlstate,
+		             "lease \"" + std::string{resource} + "\" token " + std::to_string(granted.token) +
+		                 " was granted at the end of a long wait and had expired before it could be confirmed" +
+		                 (confirmed ? std::string{} : ": " + confirmed.error().message)};
+	}
+	return {}; // not confirmed yet, time left: the renewal thread goes on trying
+}
+
+} // namespace
+
 Result<Lease>
 LockerBase::lease_from(std::string_view resource, const LeaseOptions &options, const Take &take,
                        const std::string &value) noexcept
@@ -475,6 +508,8 @@ LockerBase::lease_from(std::string_view resource, const LeaseOptions &options, c
 		Result<Granted> granted = take(holder, heartbeat);
 		if (!granted)
 			return granted.error();
+		if (auto ok = confirm_after_wait(resource, options.ttl, drift(options.ttl), heartbeat, *granted); !ok)
+			return ok.error();
 
 		auto state = std::make_shared<LeaseState>();
 		state->resource = std::string{resource};

@@ -128,7 +128,8 @@ kill -KILL "${first_child:-0}" 2>/dev/null || true # its command, orphaned by th
 wait_for "$WORK/second" $((TTL + 10)) || true
 took=$(($(now_ms) - killed_at))
 t2="$(cat "$WORK/second" 2>/dev/null || echo none)"
-expect "${PROVIDER}_second_elected_after_the_ttl_with_a_higher_term" "term '$t2' after $t1, $took ms after the kill" \
+expect "${PROVIDER}_second_elected_after_the_ttl_with_a_higher_term" \
+	"term '$t2' after $t1, $took ms after the kill; its stderr: $(tr '\n' ' ' <"$WORK/second.err")" \
 	'[[ "$t2" =~ ^[0-9]+$ ]] && [ "$t2" -gt "$t1" ] && [ "$took" -ge $((TTL * 1000 / 2)) ] && [ "$took" -le $((TTL * 1000 + 8000)) ]'
 rc=0; out="$(P leader --name "$E/b" 2>&1)" || rc=$?
 expect "${PROVIDER}_leader_prints_the_new_leader" "exit $rc: $out" '[ "$rc" -eq 0 ] && [[ "$out" == "second term $t2"* ]]'

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -331,6 +332,34 @@ TEST_P(Conformance, HugeWaitWaitsForTheReleaseInsteadOfTimingOutAtOnce)
 	                        std::chrono::steady_clock::now() - t0)
 	                        .count()
 	                 << " ms: " << got.error();
+}
+
+// A grant's local deadline counts from the request's start; after a wait
+// longer than the TTL nothing of it would be left: the lease must still start
+// valid, with most of a TTL before its local deadline, and stay held.
+TEST_P(Conformance, GrantAfterAWaitLongerThanTheTtlStartsValidAndStaysHeld)
+{
+	auto r = unique_resource();
+	auto held = locker->acquire(r, opts(30s));
+	ASSERT_TRUE(held) << held.error();
+	auto waiter = std::async(std::launch::async, [&] {
+		auto got = locker->acquire(r, opts(1s, 20s));
+		bool valid_at_return = got && got->valid();
+		auto remaining = got ? got->remaining() : std::chrono::milliseconds{0};
+		return std::make_tuple(std::move(got), valid_at_return, remaining);
+	});
+	std::this_thread::sleep_for(2500ms); // two and a half of the waiter's TTLs
+	ASSERT_TRUE(held->release());
+	ASSERT_EQ(waiter.wait_for(20s), std::future_status::ready) << "the waiter was not granted after the release";
+	auto [got, valid_at_return, remaining] = waiter.get();
+	ASSERT_TRUE(got) << got.error();
+	EXPECT_TRUE(valid_at_return) << "granted after a wait longer than its TTL, the lease started lost";
+	EXPECT_GT(remaining, 500ms) << "the local deadline still counted from the start of the wait";
+	std::this_thread::sleep_for(2500ms); // renewed meanwhile
+	EXPECT_TRUE(got->valid());
+	auto contender = in_other_thread([&] { return locker->try_acquire(r, opts(10s)); });
+	ASSERT_FALSE(contender) << "granted twice";
+	EXPECT_EQ(contender.error().code, Errc::timeout) << contender.error();
 }
 
 TEST_P(Conformance, HugeTtlIsRefusedNamingTheMaximumOrHeldAndValid)
