@@ -126,6 +126,8 @@ LockerBase::campaign(std::string_view election, std::string_view value, const Le
 {
 	if (auto ok = check_label("value", value, max_value_bytes); !ok)
 		return ok.error();
+	if (options.mode != Mode::exclusive || options.limit != 0)
+		return Error{Errc::invalid_argument, "22023", "an election has one leader: campaign with Mode::exclusive and limit 0"};
 	try {
 		std::string kept{value};
 		Result<Lease> lease = lease_from(

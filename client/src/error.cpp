@@ -203,6 +203,8 @@ errc_from_sqlstate(std::string_view s) noexcept
 		return Errc::lost;
 	if (s == "LS002")
 		return Errc::nested;
+	if (s == "LS003") // a mode or limit that disagrees with the resource's grants
+		return Errc::invalid_argument;
 	// 22021/22P05: bytes the database's encoding cannot carry; 22008/22015:
 	// an interval out of range; 3D000: no such database
 	if (s == "22023" || s == "22004" || s == "22007" || s == "0A000" || s == "22021" || s == "22P05" ||

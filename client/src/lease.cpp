@@ -452,6 +452,33 @@ LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noex
 // One renewal now proves the grant current on the server's clock (the same
 // token, never expired in between, or the renewal is refused) and starts a
 // full conservative deadline from its own sending.
+// check_sharing -- a mode and a limit this provider has, together only as
+// the contract allows (docs/shared-leases.md), before any I/O
+Result<void>
+LockerBase::check_sharing(const LeaseOptions &options) const
+{
+	if (options.mode != Mode::exclusive && options.mode != Mode::shared)
+		return Error{Errc::invalid_argument, "22023", "mode must be exclusive or shared"};
+	if (options.mode == Mode::shared && options.limit > 0)
+		return Error{Errc::invalid_argument, "22023",
+		             "a lease is shared (mode) or counted (limit), not both: a semaphore's permits are exclusive"};
+	if (options.limit > max_limit)
+		return Error{Errc::invalid_argument, "22023",
+		             "limit " + std::to_string(options.limit) + " is over the maximum, " + std::to_string(max_limit)};
+	if (options.mode == Mode::exclusive && options.limit == 0)
+		return {};
+	if (options.strategy == Strategy::advisory)
+		return Error{Errc::invalid_argument, "22023", "Strategy::advisory takes exclusive locks only"};
+	Capabilities c = capabilities();
+	if (options.mode == Mode::shared && !c.shared_mode)
+		return Error{Errc::invalid_argument, "22023",
+		             "the " + std::string{provider()} + " provider has no shared leases (capabilities().shared_mode is false)"};
+	if (options.limit > 0 && !c.semaphore)
+		return Error{Errc::invalid_argument, "22023",
+		             "the " + std::string{provider()} + " provider has no semaphores (capabilities().semaphore is false)"};
+	return {};
+}
+
 namespace {
 
 Result<void>
@@ -495,6 +522,8 @@ LockerBase::lease_from(std::string_view resource, const LeaseOptions &options, c
 			return ok.error();
 		if (options.wait < milliseconds{0})
 			return Error{Errc::invalid_argument, "22023", "wait must not be negative"};
+		if (auto ok = check_sharing(options); !ok)
+			return ok.error();
 		auto heartbeat = options.heartbeat.count() > 0 ? options.heartbeat : options.ttl / 3;
 		if (heartbeat > options.ttl / 2 || heartbeat.count() <= 0)
 			return Error{Errc::invalid_argument, "22023", "heartbeat must be positive and at most ttl/2"};

@@ -19,6 +19,12 @@ to_string(Strategy strategy) noexcept
 	return "Lease";
 }
 
+std::string_view
+to_string(Mode mode) noexcept
+{
+	return mode == Mode::shared ? "shared" : "exclusive";
+}
+
 std::string
 format_duration(std::chrono::milliseconds d)
 {

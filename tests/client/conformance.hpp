@@ -94,7 +94,7 @@ documented(const std::string &name)
 		c.distributed = c.fencing_token = c.fenced_write = c.fifo_wait = c.ephemeral = c.durable =
 		    c.survives_failover = c.election = true;
 	} else if (name == "memory") {
-		c.fencing_token = c.fifo_wait = c.election = true;
+		c.fencing_token = c.fifo_wait = c.election = c.shared_mode = c.semaphore = true;
 	} else if (name == "redis" || name == "rediss") { // rediss: the same provider over TLS
 		c.distributed = c.fencing_token = c.election = true;
 	} else if (name == "redlock") {

@@ -25,6 +25,8 @@ struct Capabilities {
 	bool durable = false;           ///< a grant survives a server crash
 	bool survives_failover = false; ///< a grant and its token survive losing a server
 	bool election = false;          ///< campaign / leader / observe (pglease/election.hpp)
+	bool shared_mode = false;       ///< LeaseOptions::mode = Mode::shared (reader-writer leases)
+	bool semaphore = false;         ///< LeaseOptions::limit > 0 (counted leases)
 };
 
 /// Takes leases from one provider.  Every member is noexcept and thread-safe;

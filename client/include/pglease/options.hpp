@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,16 @@ namespace pglease {
 enum class Strategy { lease, ephemeral, advisory };
 
 [[nodiscard]] std::string_view to_string(Strategy strategy) noexcept;
+
+/// How a lease shares its resource (docs/shared-leases.md): exclusive, one
+/// holder; shared, any number of shared holders and no exclusive one (a
+/// reader-writer lease: readers shared, writers exclusive).
+enum class Mode { exclusive, shared };
+
+[[nodiscard]] std::string_view to_string(Mode mode) noexcept;
+
+/// The largest semaphore limit (LeaseOptions::limit).
+inline constexpr std::uint32_t max_limit = 10000;
 
 struct ClientOptions {
 	/// Longest time to establish one connection (libpq connect_timeout).
@@ -51,6 +62,13 @@ struct LeaseOptions {
 	std::chrono::milliseconds heartbeat{0};
 	/// Allow a non-waiting try while this thread holds another lease.
 	bool allow_nested_try = false;
+	/// Mode::shared: a reader of a reader-writer lease (capabilities().shared_mode).
+	Mode mode = Mode::exclusive;
+	/// 0: a lock (one holder, or shared holders).  1..max_limit: a permit of
+	/// a semaphore of that many (capabilities().semaphore); every holder and
+	/// waiter of the resource must name the same limit (Errc::invalid_argument,
+	/// SQLSTATE LS003, otherwise).  A permit is exclusive-mode.
+	std::uint32_t limit = 0;
 };
 
 /// The four-line description of a configuration (docs/decision-tree.md):

@@ -43,6 +43,8 @@ public:
 		c.fencing_token = true; // within the process
 		c.fifo_wait = true;
 		c.election = true;
+		c.shared_mode = true;
+		c.semaphore = true;
 		return c;
 	}
 	std::string_view provider() const noexcept override { return "in-memory"; }
@@ -52,7 +54,10 @@ protected:
 	                      milliseconds) noexcept override
 	{
 		return take(resource, options,
-		            [&] { return space_->acquire(resource, holder, options.ttl, options.wait); });
+		            [&] {
+			            return space_->acquire(resource, holder, memory::Sharing{options.mode, options.limit},
+			                                   options.ttl, options.wait);
+		            });
 	}
 	Result<Granted> grant_leadership(std::string_view election, std::string_view value,
 	                                 const LeaseOptions &options, const std::string &holder,

@@ -6,11 +6,13 @@
 // registry's mutex is never held while a space's is).  A waiter sleeps on
 // its own condition variable with mu_ released.  Only the front waiter of a
 // queue may be granted, which makes waits first come first served: a
-// newcomer (a wait = 0 try too) is refused while anyone is queued.  The front
-// waiter sleeps until the earlier of its deadline and the current grant's
-// expiry, so an unreleased grant passes on at its expiry instant; a release,
+// newcomer (a wait = 0 try too) is refused while anyone is queued, so a
+// waiting writer holds back every later reader.  The front waiter sleeps
+// until the earlier of its deadline and the first expiry among the current
+// grants, so an unreleased grant passes on at its expiry instant; a release,
 // and a change of front (the old front granted, timed out or gone), wake the
-// new front, and no one else.
+// new front, and no one else: readers queued behind a granted reader are
+// granted one after another, each waking the next.
 //
 // Tokens: one counter per space, not per resource.  It is monotonic per
 // resource (it is monotonic overall, like the extension's sequence), starts
@@ -82,33 +84,82 @@ private:
 	Waiter &me_;
 };
 
-/* current -- is the entry's grant still in force at now? */
+/* current -- is any of the entry's grants still in force at now? */
 bool
 LockSpace::current(const Entry &entry, Clock::time_point now) noexcept
 {
-	return entry.grant && now < entry.grant->expiry;
+	return std::any_of(entry.grants.begin(), entry.grants.end(),
+	                   [&](const Grant &g) { return now < g.expiry; });
 }
 
-/* grant -- a new grant with the next token of the space */
-std::int64_t
-LockSpace::grant(Entry &entry, std::string_view holder, Clock::time_point now, milliseconds ttl)
+/* prune -- forget the grants that are over at now */
+void
+LockSpace::prune(Entry &entry, Clock::time_point now) noexcept
 {
-	entry.grant = Grant{
-	    std::string{holder}, last_token_ + 1, deadline_after(now, ttl), {}, std::chrono::system_clock::now()};
+	entry.grants.erase(std::remove_if(entry.grants.begin(), entry.grants.end(),
+	                                  [&](const Grant &g) { return g.expiry <= now; }),
+	                   entry.grants.end());
+}
+
+/* admits -- may a request of this sharing join the (pruned) grants now? */
+bool
+LockSpace::admits(const Entry &entry, Sharing sharing) noexcept
+{
+	if (sharing.limit > 0)
+		return entry.grants.size() < sharing.limit;
+	if (sharing.mode == Mode::exclusive)
+		return entry.grants.empty();
+	return std::all_of(entry.grants.begin(), entry.grants.end(),
+	                   [](const Grant &g) { return g.sharing.mode == Mode::shared; });
+}
+
+/* find -- the current grant (resource, token), or null */
+LockSpace::Grant *
+LockSpace::find(Entry &entry, std::int64_t token, Clock::time_point now) noexcept
+{
+	for (Grant &g : entry.grants)
+		if (g.token == token && now < g.expiry)
+			return &g;
+	return nullptr;
+}
+
+/* conflict -- why a request cannot join the (pruned) resource at all, or
+ * null: a limit other than its grants' or, with none, its waiters'; the same
+ * holder's grant in another mode or limit */
+const char *
+LockSpace::conflict(const Entry &entry, std::string_view holder, Sharing sharing) noexcept
+{
+	for (const Grant &g : entry.grants) {
+		if (g.holder == holder && (g.sharing.mode != sharing.mode || g.sharing.limit != sharing.limit))
+			return "this holder holds the resource in another mode or limit";
+		if (g.sharing.limit != sharing.limit)
+			return "the resource's holders have another limit";
+	}
+	if (entry.grants.empty() && !entry.queue.empty() && entry.queue.front()->sharing.limit != sharing.limit)
+		return "the resource's waiters have another limit";
+	return nullptr;
+}
+
+/* granted -- a new grant with the next token of the space, with the
+ * election's value when there is one */
+std::int64_t
+LockSpace::granted(Entry &entry, std::string_view holder, const std::string *value, Sharing sharing,
+                   Clock::time_point now, milliseconds ttl)
+{
+	entry.grants.push_back(Grant{std::string{holder}, last_token_ + 1, deadline_after(now, ttl),
+	                             value ? *value : std::string{}, std::chrono::system_clock::now(), sharing});
 	changed_.notify_all();
 	// counted only once the grant exists, so a failed allocation skips no token
 	return ++last_token_;
 }
 
-/* granted -- grant, with the election's value when there is one */
-std::int64_t
-LockSpace::granted(Entry &entry, std::string_view holder, const std::string *value, Clock::time_point now,
-                   milliseconds ttl)
+/* wake_front -- a grant ended: the front waiter may proceed now */
+void
+LockSpace::wake_front(Entry &entry) noexcept
 {
-	std::string v = value ? *value : std::string{};
-	std::int64_t token = grant(entry, holder, now, ttl);
-	entry.grant->value = std::move(v);
-	return token;
+	if (!entry.queue.empty())
+		entry.queue.front()->wake.notify_one();
+	changed_.notify_all();
 }
 
 /* drop_if_idle -- forget an entry with no current grant and no waiter */
@@ -132,10 +183,10 @@ LockSpace::sweep(Clock::time_point now) noexcept
 }
 
 Result<std::int64_t>
-LockSpace::acquire(std::string_view resource, std::string_view holder, milliseconds ttl,
+LockSpace::acquire(std::string_view resource, std::string_view holder, Sharing sharing, milliseconds ttl,
                    milliseconds wait) noexcept
 {
-	return take(resource, holder, nullptr, ttl, wait);
+	return take(resource, holder, nullptr, sharing, ttl, wait);
 }
 
 Result<std::int64_t>
@@ -144,7 +195,7 @@ LockSpace::campaign(std::string_view resource, std::string_view holder, std::str
 {
 	try {
 		const std::string kept{value};
-		return take(resource, holder, &kept, ttl, wait);
+		return take(resource, holder, &kept, Sharing{}, ttl, wait);
 	} catch (...) {
 		return make_error(Errc::internal, "out of memory");
 	}
@@ -154,7 +205,7 @@ LockSpace::campaign(std::string_view resource, std::string_view holder, std::str
  * the same step as the grant, so no observer sees a leader without it */
 Result<std::int64_t>
 LockSpace::take(std::string_view resource, std::string_view holder, const std::string *value,
-                milliseconds ttl, milliseconds wait) noexcept
+                Sharing sharing, milliseconds ttl, milliseconds wait) noexcept
 {
 	if (resource.empty())
 		return make_error(Errc::invalid_argument, "resource must not be empty");
@@ -177,33 +228,42 @@ LockSpace::take(std::string_view resource, std::string_view holder, const std::s
 			it = entries_.try_emplace(std::string{resource}).first;
 		}
 		Entry &entry = it->second;
-
-		if (current(entry, now)) {
-			// the holder's own grant again: same token, new expiry, never a wait
-			if (entry.grant->holder == holder) {
-				entry.grant->expiry = deadline_after(now, ttl);
-				if (value && entry.grant->value != *value) {
-					entry.grant->value = *value;
-					changed_.notify_all();
-				}
-				return entry.grant->token;
-			}
-		} else if (entry.queue.empty()) {
-			return granted(entry, holder, value, now, ttl);
+		prune(entry, now);
+		if (const char *why = conflict(entry, holder, sharing)) {
+			Error e = make_error(Errc::invalid_argument, why);
+			e.sqlstate = "LS003";
+			drop_if_idle(it, now);
+			return e;
 		}
+		for (Grant &g : entry.grants) {
+			// the holder's own grant again: same token, new expiry, never a wait
+			if (g.holder != holder)
+				continue;
+			g.expiry = deadline_after(now, ttl);
+			if (value && g.value != *value) {
+				g.value = *value;
+				changed_.notify_all();
+			}
+			return g.token;
+		}
+		if (entry.queue.empty() && admits(entry, sharing))
+			return granted(entry, holder, value, sharing, now, ttl);
 		if (wait == milliseconds::zero())
 			return make_error(Errc::timeout, "resource is held or has waiters");
 
 		Waiter me;
+		me.sharing = sharing;
 		QueueSlot slot(*this, it, me);
 		for (;;) {
-			if (slot.at_front() && !current(entry, now))
-				return granted(entry, holder, value, now, ttl);
+			prune(entry, now);
+			if (slot.at_front() && admits(entry, sharing))
+				return granted(entry, holder, value, sharing, now, ttl);
 			if (now >= deadline)
 				return make_error(Errc::timeout, "not granted within wait");
 			auto until = deadline;
 			if (slot.at_front())
-				until = std::min(until, entry.grant->expiry);
+				for (const Grant &g : entry.grants)
+					until = std::min(until, g.expiry);
 			me.wake.wait_until(lock, std::min(until, now + longest_sleep));
 			now = Clock::now();
 		}
@@ -230,11 +290,12 @@ LockSpace::renew(std::string_view resource, std::int64_t token, milliseconds ttl
 		auto it = entries_.find(resource);
 		if (it == entries_.end())
 			return false;
-		if (!current(it->second, now) || it->second.grant->token != token) {
+		Grant *g = find(it->second, token, now);
+		if (!g) {
 			drop_if_idle(it, now);
 			return false;
 		}
-		it->second.grant->expiry = deadline_after(now, ttl);
+		g->expiry = deadline_after(now, ttl);
 		return true;
 	} catch (const std::exception &e) {
 		return make_error(Errc::internal, e.what());
@@ -256,12 +317,11 @@ LockSpace::release(std::string_view resource, std::int64_t token) noexcept
 		if (it == entries_.end())
 			return false;
 		Entry &entry = it->second;
-		const bool ended = current(entry, now) && entry.grant->token == token;
+		const bool ended = find(entry, token, now) != nullptr;
 		if (ended) {
-			entry.grant.reset();
-			if (!entry.queue.empty())
-				entry.queue.front()->wake.notify_one();
-			changed_.notify_all();
+			entry.grants.erase(std::find_if(entry.grants.begin(), entry.grants.end(),
+			                                [&](const Grant &g) { return g.token == token; }));
+			wake_front(entry);
 		}
 		drop_if_idle(it, now);
 		return ended;
@@ -282,10 +342,8 @@ LockSpace::break_grant(std::string_view resource) noexcept
 		if (it == entries_.end() || !current(it->second, now))
 			return false;
 		Entry &entry = it->second;
-		entry.grant.reset();
-		if (!entry.queue.empty())
-			entry.queue.front()->wake.notify_one();
-		changed_.notify_all();
+		entry.grants.clear();
+		wake_front(entry);
 		drop_if_idle(it, now);
 		return true;
 	} catch (...) {
@@ -300,9 +358,10 @@ LockSpace::proclaim(std::string_view resource, std::int64_t token, std::string_v
 		const auto now = Clock::now();
 		std::lock_guard<std::mutex> lock(mu_);
 		auto it = entries_.find(resource);
-		if (it == entries_.end() || !current(it->second, now) || it->second.grant->token != token)
+		Grant *g = it == entries_.end() ? nullptr : find(it->second, token, now);
+		if (!g)
 			return false;
-		it->second.grant->value = std::string{value};
+		g->value = std::string{value};
 		changed_.notify_all();
 		return true;
 	} catch (const std::exception &e) {
@@ -318,9 +377,9 @@ LockSpace::view_of(std::string_view resource, Clock::time_point now) const
 {
 	LeaderView view;
 	auto it = entries_.find(resource);
-	if (it == entries_.end() || !it->second.grant)
+	if (it == entries_.end() || it->second.grants.empty())
 		return view;
-	const Grant &g = *it->second.grant;
+	const Grant &g = it->second.grants.back(); // an election has one grant at a time
 	view.term = g.token; // the current term, or the last one, ended
 	if (now < g.expiry) {
 		view.has_leader = true;
@@ -357,8 +416,10 @@ LockSpace::next_leader(std::string_view resource, const LeaderView &seen, Clock:
 				return view;
 			auto until = deadline;
 			auto it = entries_.find(resource);
-			if (it != entries_.end() && current(it->second, now))
-				until = std::min(until, it->second.grant->expiry);
+			if (it != entries_.end())
+				for (const Grant &g : it->second.grants)
+					if (now < g.expiry)
+						until = std::min(until, g.expiry);
 			changed_.wait_until(lock, std::min(until, now + longest_sleep));
 		}
 	} catch (const std::exception &e) {
@@ -375,7 +436,9 @@ LockSpace::held(std::string_view resource, std::int64_t token) const noexcept
 		const auto now = Clock::now();
 		std::lock_guard<std::mutex> lock(mu_);
 		auto it = entries_.find(resource);
-		return it != entries_.end() && current(it->second, now) && it->second.grant->token == token;
+		return it != entries_.end() &&
+		       std::any_of(it->second.grants.begin(), it->second.grants.end(),
+		                   [&](const Grant &g) { return g.token == token && now < g.expiry; });
 	} catch (...) {
 		return false; // only a failed lock of mu_ lands here
 	}

@@ -2,11 +2,14 @@
 // a process-local LockSpace with the semantics of a lease server, and the
 // process-wide registry of named spaces.
 //
-// Recipe: the PostgreSQL extension's, kept in one process.  A resource is
-// granted to one holder until its expiry (steady_clock); the same holder
-// asking again gets the same token and a new expiry; others wait in FIFO
-// order, bounded by their wait; renew and release act only on the exact
-// current, unexpired grant (resource, token).
+// Recipe: the PostgreSQL extension's, kept in one process.  A resource has
+// grants, each with its own holder, token and expiry (steady_clock): one
+// exclusive grant, or any number of shared ones, or up to `limit` permits of
+// a semaphore (docs/shared-leases.md).  The same holder asking again gets the
+// same token and a new expiry; others wait in one FIFO queue per resource,
+// bounded by their wait (so a waiting writer holds back later readers);
+// renew and release act only on the exact current, unexpired grant
+// (resource, token).
 //
 // Tokens come from a process-local counter, one per space (see space.cpp):
 // monotonic per resource and never reused while the process lives, and
@@ -27,11 +30,19 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pglease/election.hpp"
+#include "pglease/options.hpp"
 #include "pglease/result.hpp"
 
 namespace pglease::detail::memory {
+
+/// How a request shares its resource: LeaseOptions::mode and limit.
+struct Sharing {
+	Mode mode = Mode::exclusive;
+	std::uint32_t limit = 0;
+};
 
 /// A lock table shared by every memory Locker of one space.  Thread-safe;
 /// no member throws.
@@ -44,9 +55,17 @@ public:
 	/// The token of a grant to holder, within wait (0: try once).  The same
 	/// holder's current grant is extended and keeps its token.  Errc::timeout
 	/// when not granted in time; Errc::invalid_argument for an empty resource
-	/// or holder, ttl <= 0 or wait < 0.
-	Result<std::int64_t> acquire(std::string_view resource, std::string_view holder,
+	/// or holder, ttl <= 0 or wait < 0, and (SQLSTATE LS003) for a limit
+	/// other than the resource's grants' and waiters', or the same holder
+	/// asking in another mode or limit than its grant's.
+	Result<std::int64_t> acquire(std::string_view resource, std::string_view holder, Sharing sharing,
 	                             std::chrono::milliseconds ttl, std::chrono::milliseconds wait) noexcept;
+	/// acquire of an exclusive lock.
+	Result<std::int64_t> acquire(std::string_view resource, std::string_view holder,
+	                             std::chrono::milliseconds ttl, std::chrono::milliseconds wait) noexcept
+	{
+		return acquire(resource, holder, Sharing{}, ttl, wait);
+	}
 	/// acquire for an election: the grant carries value (a new grant, or the
 	/// same holder's again, takes it), which leader() shows.
 	Result<std::int64_t> campaign(std::string_view resource, std::string_view holder, std::string_view value,
@@ -66,8 +85,8 @@ public:
 	/// True if this ended the current unexpired grant (the first waiter is
 	/// woken); false otherwise.
 	Result<bool> release(std::string_view resource, std::int64_t token) noexcept;
-	/// Admin: end the current grant of resource whoever holds it (lease.break
-	/// of the extension); true if there was one.  Its holder learns it at its
+	/// Admin: end every current grant of resource whoever holds it
+	/// (lease.break of the extension); true if there was one.  Its holder learns it at its
 	/// next renew.
 	bool break_grant(std::string_view resource) noexcept;
 	/// Is (resource, token) the current unexpired grant?  For tests and
@@ -83,6 +102,7 @@ private:
 	/// wakes exactly the next waiter and no herd.
 	struct Waiter {
 		std::condition_variable wake;
+		Sharing sharing;
 	};
 	struct Grant {
 		std::string holder;
@@ -90,22 +110,27 @@ private:
 		Clock::time_point expiry;
 		std::string value; // an election's published value
 		std::chrono::system_clock::time_point since;
+		Sharing sharing;
 	};
 	struct Entry {
-		std::optional<Grant> grant; // the last grant; over once expiry has passed
+		std::vector<Grant> grants; // in token order; one is over once its expiry has passed
 		std::deque<Waiter *> queue; // arrival order; the front is the only one granted
 	};
 	using Entries = std::map<std::string, Entry, std::less<>>;
 	class QueueSlot;
 
 	static bool current(const Entry &entry, Clock::time_point now) noexcept;
+	static void prune(Entry &entry, Clock::time_point now) noexcept;
+	static bool admits(const Entry &entry, Sharing sharing) noexcept;
+	static Grant *find(Entry &entry, std::int64_t token, Clock::time_point now) noexcept;
+	static const char *conflict(const Entry &entry, std::string_view holder, Sharing sharing) noexcept;
 	Result<std::int64_t> take(std::string_view resource, std::string_view holder, const std::string *value,
-	                          std::chrono::milliseconds ttl, std::chrono::milliseconds wait) noexcept;
+	                          Sharing sharing, std::chrono::milliseconds ttl,
+	                          std::chrono::milliseconds wait) noexcept;
 	LeaderView view_of(std::string_view resource, Clock::time_point now) const;
-	std::int64_t grant(Entry &entry, std::string_view holder, Clock::time_point now,
-	                   std::chrono::milliseconds ttl);
-	std::int64_t granted(Entry &entry, std::string_view holder, const std::string *value,
+	std::int64_t granted(Entry &entry, std::string_view holder, const std::string *value, Sharing sharing,
 	                     Clock::time_point now, std::chrono::milliseconds ttl);
+	void wake_front(Entry &entry) noexcept;
 	void drop_if_idle(Entries::iterator it, Clock::time_point now) noexcept;
 	void sweep(Clock::time_point now) noexcept;
 

@@ -119,6 +119,8 @@ private:
 	    std::function<Result<Granted>(const std::string &holder, std::chrono::milliseconds heartbeat)>;
 	Result<Lease> lease_from(std::string_view resource, const LeaseOptions &options, const Take &take,
 	                         const std::string &value = {}) noexcept;
+	/// LeaseOptions::mode and limit: valid together, and what capabilities() has.
+	[[nodiscard]] Result<void> check_sharing(const LeaseOptions &options) const;
 	[[nodiscard]] Result<void> check_token_call(std::string_view resource, std::int64_t token) const;
 	Result<bool> renew_checked(std::string_view resource, std::int64_t token, std::string_view holder,
 	                           std::chrono::milliseconds ttl) noexcept;
