@@ -33,6 +33,7 @@
 
 #include "access/xact.h"
 #include "common/int.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -89,6 +90,21 @@ acquire_row_held_by(const LeaseRow *row, const LeaseCaller *caller, const char *
 {
 	return row->found && row->unexpired && !row->session_gone &&
 		row->owner == caller->role && strcmp(row->holder, holder) == 0;
+}
+
+/*
+ * acquire_holds -- has this holder and role a current grant of the resource?
+ */
+static bool
+acquire_holds(const LeaseCaller *caller, const LeaseRequest *req)
+{
+	LeaseRow   *rows;
+	int			n = lease_read_grants(req->resource, &rows);
+
+	for (int i = 0; i < n; i++)
+		if (acquire_row_held_by(&rows[i], caller, req->holder))
+			return true;
+	return false;
 }
 
 /*
@@ -175,7 +191,6 @@ lease_acquire_forget_grant(const char *res, int64 token)
 static void
 acquire_check_no_hold_and_wait(const LeaseCaller *caller, const LeaseRequest *req)
 {
-	LeaseRow	row;
 	HASH_SEQ_STATUS scan;
 	HeldGrant  *g;
 	char		other[LEASE_MAX_RESOURCE_BYTES + 1];
@@ -208,8 +223,7 @@ acquire_check_no_hold_and_wait(const LeaseCaller *caller, const LeaseRequest *re
 	 * The grant may come from another connection of the same holder, so ask
 	 * the table before refusing.
 	 */
-	lease_read_row(req->resource, &row);
-	if (!acquire_row_held_by(&row, caller, req->holder))
+	if (!acquire_holds(caller, req))
 		ereport(ERROR,
 				(errcode(ERRCODE_LEASE_NESTED_WAIT),
 				 errmsg("cannot wait for lease \"%s\" while holding lease \"%s\"",
@@ -349,6 +363,206 @@ acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_t
 	return LEASE_TRY_GRANTED;
 }
 
+/* One try on a schema of one row per grant (acquire_try_rows). */
+typedef struct RowsTry
+{
+	const LeaseCaller *caller;
+	const LeaseRequest *req;
+	bool		may_take;
+	int64	   *token;
+	TimestampTz *busy_until;
+	LeaseTry	result;
+	bool		new_grant;		/* granted by a new row, not a re-acquire */
+	int			takeovers;		/* grants cleared that had not been released */
+} RowsTry;
+
+/*
+ * acquire_kind -- a request's or grant's kind, for messages
+ */
+static const char *
+acquire_kind(bool shared, int32 permits)
+{
+	if (permits > 0)
+		return psprintf("a permit of %d", permits);
+	return shared ? "shared" : "exclusive";
+}
+
+/*
+ * acquire_mismatch -- raise LS003: the request disagrees with the resource's
+ */
+static void
+acquire_mismatch(const LeaseRequest *req, const char *whose, bool shared, int32 permits)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_LEASE_MODE_MISMATCH),
+			 errmsg("lease \"%s\" is not %s: %s %s",
+					req->res, permits > 0 || req->permits > 0 ? "requested with these permits" :
+					"held in this mode", whose, acquire_kind(shared, permits)),
+			 errdetail("The request is %s.", acquire_kind(req->shared, req->permits)),
+			 errhint("Every holder and waiter of a resource names the same permits; "
+					 "a holder asking again names its grant's mode.")));
+}
+
+/*
+ * acquire_rows_decide -- lock the resource, clear what is over, grant or not
+ *
+ * Runs in lease_in_subxact: returns true (keep the changes) only when it
+ * granted.  The resource's row lock makes the grants read here the ones
+ * that stay until this subtransaction ends, so the decision holds.
+ */
+static bool
+acquire_rows_decide(void *arg)
+{
+	RowsTry    *t = arg;
+	const LeaseRequest *req = t->req;
+	Datum		values[9];
+	char		nulls[9];
+	LeaseRow   *rows;
+	int			n;
+	int			current = 0;
+	bool		exclusive_held = false;
+	TimestampTz first_end = DT_NOEND;
+	TimestampTz last_end = DT_NOBEGIN;
+	TimestampTz writer_end = DT_NOBEGIN;
+	bool		admitted;
+	int32		queued_permits;
+
+	t->result = LEASE_TRY_AGAIN;
+	values[0] = PointerGetDatum(req->resource);
+	if (lease_exec(Q_LOCK_RESOURCE, values, NULL) == 0)
+	{
+		lease_exec(Q_ADD_RESOURCE, values, NULL);
+		if (lease_exec(Q_LOCK_RESOURCE, values, NULL) == 0)
+			return false;		/* gc deleted it meanwhile: again */
+	}
+
+	/* grants over go now (waiting for their fences), so what is read is current */
+	n = (int) lease_exec(Q_CLEAR_OVER, values, NULL);
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+										1, &isnull)))
+			t->takeovers++;
+	}
+
+	n = lease_read_grants(req->resource, &rows);
+	for (int i = 0; i < n; i++)
+	{
+		LeaseRow   *g = &rows[i];
+
+		if (!g->unexpired || g->session_gone)
+			continue;			/* ended since the clearing: not in the way */
+
+		/*
+		 * The same holder (and role) asking again: same token, new expiry,
+		 * and bound to this session if (and only if) this request says so;
+		 * a campaign's value replaces the grant's.  In another mode: LS003.
+		 */
+		if (acquire_row_held_by(g, t->caller, req->holder))
+		{
+			bool		locked;
+
+			if (g->shared != req->shared || g->permits != req->permits)
+				acquire_mismatch(req, "its holder has", g->shared, g->permits);
+			values[1] = Int64GetDatum(g->token);
+			values[2] = IntervalPGetDatum(req->ttl);
+			memset(nulls, ' ', 7);
+			acquire_session_params(values, nulls, 3, req->session_bound);
+			values[5] = BoolGetDatum(req->has_value);
+			values[6] = req->value != NULL ? CStringGetTextDatum(req->value) : (Datum) 0;
+			nulls[6] = req->value != NULL ? ' ' : 'n';
+			if (lease_exec_change(Q_EXTEND_SAME_HOLDER, values, nulls, NULL, &locked) == 0)
+			{
+				t->result = locked ? LEASE_TRY_BUSY : LEASE_TRY_AGAIN;
+				return false;
+			}
+			*t->token = g->token;
+			t->result = LEASE_TRY_GRANTED;
+			return true;
+		}
+		if (g->permits != req->permits)
+			acquire_mismatch(req, "it is held as", g->shared, g->permits);
+		current++;
+		if (!g->shared)
+		{
+			exclusive_held = true;
+			writer_end = Max(writer_end, g->expires_at);
+		}
+		first_end = Min(first_end, g->expires_at);
+		last_end = Max(last_end, g->expires_at);
+	}
+
+	/* nobody holds it: the queued requests name the permits */
+	if (current == 0 && lease_queue_waiting_permits(req->res, &queued_permits) &&
+		queued_permits != req->permits)
+		acquire_mismatch(req, "it is waited for as", false, queued_permits);
+
+	if (req->permits > 0)
+	{
+		admitted = current < req->permits;
+		*t->busy_until = first_end;
+	}
+	else if (req->shared)
+	{
+		admitted = !exclusive_held;
+		*t->busy_until = writer_end;
+	}
+	else
+	{
+		admitted = current == 0;
+		*t->busy_until = last_end;
+	}
+	if (!admitted || !t->may_take)
+	{
+		if (admitted)
+			*t->busy_until = DT_NOEND;	/* others are queued first: until woken */
+		t->result = LEASE_TRY_BUSY;
+		return false;
+	}
+
+	acquire_grant_params(values, nulls, 9, req, t->caller);
+	values[7] = CStringGetTextDatum(req->shared ? "shared" : "exclusive");
+	values[8] = Int32GetDatum(req->permits);
+	if (lease_exec(Q_INSERT, values, nulls) == 0)
+		elog(ERROR, "pg_lease: a new grant was not inserted");
+	*t->token = lease_result_int64(1);
+	t->result = LEASE_TRY_GRANTED;
+	t->new_grant = true;
+	return true;
+}
+
+/*
+ * acquire_try_rows -- one try to grant, on a schema of one row per grant
+ *
+ * As acquire_try_grant: on LEASE_TRY_BUSY, *busy_until is when a grant in
+ * the way ends (now, if the resource is locked by a transaction that has not
+ * ended; DT_NOEND if only the queue is in the way).
+ */
+static LeaseTry
+acquire_try_rows(const LeaseCaller *caller, const LeaseRequest *req, bool may_take,
+				 int64 *token, TimestampTz *busy_until)
+{
+	RowsTry		t = {caller, req, may_take, token, busy_until, LEASE_TRY_AGAIN, false, 0};
+	bool		locked;
+
+	if (!lease_in_subxact(acquire_rows_decide, &t, &locked))
+	{
+		if (locked)
+		{
+			*busy_until = DT_NOEND;
+			return LEASE_TRY_BUSY;
+		}
+		return t.result;
+	}
+	if (t.new_grant)
+		lease_count(LEASE_STAT_GRANTS);
+	for (int i = 0; i < t.takeovers; i++)
+		lease_count(LEASE_STAT_TAKEOVERS);
+	return t.result;
+}
+
 /*
  * acquire_bound_lock_waits -- lock waits of the next try end at the deadline
  *
@@ -402,7 +616,10 @@ acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
 		else
 		{
 			acquire_bound_lock_waits(deadline);
-			result = acquire_try_grant(caller, req, may_take, token, &busy_until);
+			if (lease_schema_has_rows())
+				result = acquire_try_rows(caller, req, may_take, token, &busy_until);
+			else
+				result = acquire_try_grant(caller, req, may_take, token, &busy_until);
 		}
 		if (result == LEASE_TRY_GRANTED)
 			return true;
@@ -427,7 +644,7 @@ acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
 			 * One committed between our try and the join did not see us:
 			 * try once more before sleeping.
 			 */
-			lease_queue_join(req->res);
+			lease_queue_join(req->res, req->permits);
 			queued = true;
 			continue;
 		}
@@ -510,6 +727,11 @@ lease_acquire_grant(const LeaseRequest *req, int64 *token)
 		deadline = DT_NOEND;
 
 	lease_begin(&caller);
+	if ((req->shared || req->permits > 0) && !lease_schema_has_rows())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("shared and counted leases need pg_lease 0.4.0 in this database"),
+				 errhint("Run ALTER EXTENSION pg_lease UPDATE.")));
 
 	/*
 	 * The wait argument is the timeout, row-lock waits included: each try

@@ -261,6 +261,54 @@ lease_args_try_acquire(FunctionCallInfo fcinfo, LeaseRequest *req)
 }
 
 /*
+ * lease_args_acquire_shared -- lease.acquire_shared(resource, ttl, wait,
+ * holder, session_bound): a reader
+ */
+void
+lease_args_acquire_shared(FunctionCallInfo fcinfo, LeaseRequest *req)
+{
+	lease_args_acquire(fcinfo, req);
+	req->shared = true;
+}
+
+/*
+ * lease_args_acquire_permit -- lease.acquire_permit(resource, ttl, permits,
+ * wait, holder, session_bound): a permit of a semaphore
+ */
+void
+lease_args_acquire_permit(FunctionCallInfo fcinfo, LeaseRequest *req)
+{
+	int32		permits;
+
+	memset(req, 0, sizeof(*req));
+	args_resource(fcinfo, 0, req);
+	req->ttl = args_ttl(fcinfo, 1);
+	args_not_null(fcinfo, 2, "permits");
+	permits = PG_GETARG_INT32(2);
+	if (permits < 1 || permits > LEASE_MAX_PERMITS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("permits must be between 1 and %d", LEASE_MAX_PERMITS),
+				 errdetail("permits was %d.", permits)));
+	req->permits = permits;
+	req->wait_usecs = args_interval_usecs(fcinfo, 3, "wait");
+	req->holder = args_holder(fcinfo, 4);
+	args_not_negative(req->wait_usecs, "wait");
+	req->session_bound = args_session_bound(fcinfo, 5);
+}
+
+/*
+ * lease_args_fence_mode -- lease.fence(resource, token, exclusive)
+ */
+void
+lease_args_fence_mode(FunctionCallInfo fcinfo, LeaseRequest *req)
+{
+	lease_args_grant(fcinfo, req, false);
+	args_not_null(fcinfo, 2, "exclusive");
+	req->exclusive = PG_GETARG_BOOL(2);
+}
+
+/*
  * lease_args_grant -- (resource, token), and ttl third when with_ttl
  *
  * The arguments of renew (with_ttl), release, fence and is_current.

@@ -59,6 +59,42 @@ lease_try_acquire(PG_FUNCTION_ARGS)
 }
 
 /*
+ * lease_acquire_shared -- lease.acquire_shared(resource, ttl, wait, holder,
+ * session_bound): a reader's grant
+ */
+PG_FUNCTION_INFO_V1(lease_acquire_shared);
+
+Datum
+lease_acquire_shared(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+	int64		token;
+
+	lease_args_acquire_shared(fcinfo, &req);
+	if (!lease_acquire_grant(&req, &token))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(token);
+}
+
+/*
+ * lease_acquire_permit -- lease.acquire_permit(resource, ttl, permits, wait,
+ * holder, session_bound): one permit of a semaphore
+ */
+PG_FUNCTION_INFO_V1(lease_acquire_permit);
+
+Datum
+lease_acquire_permit(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+	int64		token;
+
+	lease_args_acquire_permit(fcinfo, &req);
+	if (!lease_acquire_grant(&req, &token))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(token);
+}
+
+/*
  * lease_renew -- lease.renew(resource, token, ttl)
  */
 PG_FUNCTION_INFO_V1(lease_renew);
@@ -97,6 +133,22 @@ lease_fence(PG_FUNCTION_ARGS)
 	LeaseRequest req;
 
 	lease_args_grant(fcinfo, &req, false);
+	lease_grant_fence(&req);
+	PG_RETURN_INT64(req.token);
+}
+
+/*
+ * lease_fence_mode -- lease.fence(resource, token, exclusive): the token, or
+ * LS001; with exclusive true only a grant held alone passes
+ */
+PG_FUNCTION_INFO_V1(lease_fence_mode);
+
+Datum
+lease_fence_mode(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+
+	lease_args_fence_mode(fcinfo, &req);
 	lease_grant_fence(&req);
 	PG_RETURN_INT64(req.token);
 }

@@ -68,7 +68,8 @@ grant_act(const LeaseRequest *req, LeaseQuery q, const char *action)
 
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 
-	Assert(q == Q_RENEW || q == Q_PROCLAIM || q == Q_RELEASE || q == Q_FENCE);
+	Assert(q == Q_RENEW || q == Q_PROCLAIM || q == Q_RELEASE || q == Q_FENCE ||
+		   q == Q_FENCE_EXCLUSIVE);
 
 	lease_begin(&caller);
 	values[n++] = PointerGetDatum(req->resource);
@@ -82,7 +83,7 @@ grant_act(const LeaseRequest *req, LeaseQuery q, const char *action)
 	}
 	values[n++] = ObjectIdGetDatum(caller.role);
 	values[n++] = BoolGetDatum(caller.is_superuser);
-	if (q == Q_FENCE)
+	if (q == Q_FENCE || q == Q_FENCE_EXCLUSIVE)
 		done = lease_exec(q, values, nulls) > 0;
 	else
 		done = lease_exec_change(q, values, nulls, NULL, NULL) > 0;
@@ -163,7 +164,17 @@ lease_grant_release(const LeaseRequest *req)
 void
 lease_grant_fence(const LeaseRequest *req)
 {
-	if (!grant_act(req, Q_FENCE, "fence"))
+	if (req->exclusive && !grant_act(req, Q_FENCE_EXCLUSIVE, "fence"))
+	{
+		lease_count(LEASE_STAT_FENCE_REJECTIONS);
+		ereport(ERROR,
+				(errcode(ERRCODE_LEASE_NOT_HELD),
+				 errmsg("lease \"%s\" is not held alone with token " INT64_FORMAT,
+						req->res, req->token),
+				 errdetail("The grant is shared or a permit of several, was released, broken, has expired, or a later grant replaced it."),
+				 errhint("Only a lock, a writer or a permit of one may make this write.")));
+	}
+	if (!req->exclusive && !grant_act(req, Q_FENCE, "fence"))
 	{
 		lease_count(LEASE_STAT_FENCE_REJECTIONS);
 		ereport(ERROR,
@@ -194,9 +205,9 @@ lease_grant_is_current(const LeaseRequest *req)
 }
 
 /*
- * lease_grant_break -- end the current grant of req->res now, whoever holds it
+ * lease_grant_break -- end every current grant of req->res now, whoever holds it
  *
- * Returns whether one was current, with its token in *token.
+ * Returns whether one was current, with the highest token ended in *token.
  */
 bool
 lease_grant_break(const LeaseRequest *req, int64 *token)
@@ -216,7 +227,7 @@ lease_grant_break(const LeaseRequest *req, int64 *token)
 }
 
 /*
- * lease_grant_gc -- delete rows free for longer than retain_usecs
+ * lease_grant_gc -- delete grants over for longer than retain_usecs
  *
  * Tokens come from the sequence, not from the rows, so a deleted row never
  * lets a token go backwards.  Returns the number of rows deleted.

@@ -88,54 +88,64 @@ typedef struct LeaseQueryDef
 	Oid			argtypes[9];
 } LeaseQueryDef;
 
+/* The parameters of a new grant: see LEASE_NEW_GRANT. */
+#define LEASE_GRANT_ARGTYPES \
+	TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID
+
 /*
- * Statement texts.  Everything is schema-qualified, operators included, and
- * they are prepared and run with the search path pinned to pg_catalog.
+ * Statement texts, for the schema of 0.4.0 on (one row per grant).
+ * Everything is schema-qualified, operators included, and they are prepared
+ * and run with the search path pinned to pg_catalog.
  */
 static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	/*
-	 * The first try of an acquire: take a released grant without reading it
-	 * first.  A released row is free whoever held it; the re-check after a
-	 * concurrent change sees the committed version, and nextval() is
-	 * evaluated again for it, after the row lock is held.
+	 * The resource's row, locked until the acquire's subtransaction ends: the
+	 * grants of one resource are decided by one acquire at a time, and the
+	 * next one reads them after this one committed (or rolled back).
 	 */
-	[Q_TAKE_RELEASED] = {
-		LEASE_NEW_GRANT LEASE_SET_VALUE
-		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
-		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
-		" RETURNING token",
-		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
+	[Q_LOCK_RESOURCE] = {
+		"SELECT 1 FROM lease.resources WHERE resource OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+		1, {TEXTOID}
+	},
+	[Q_ADD_RESOURCE] = {
+		"INSERT INTO lease.resources (resource) VALUES ($1)"
+		" ON CONFLICT (resource) DO NOTHING",
+		1, {TEXTOID}
+	},
+	/*
+	 * The grants of the resource that are over (released, expired, session
+	 * gone) go, before a new grant is made.  A grant held by an open fence
+	 * (FOR SHARE) makes this wait until the fencing transaction ends, so no
+	 * grant that conflicts with a fenced write exists before it commits.
+	 * Returns one row per grant that had not been released (a takeover).
+	 */
+	[Q_CLEAR_OVER] = {
+		"DELETE FROM lease.grants"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND NOT (" LEASE_CURRENT ")"
+		" RETURNING released",
+		1, {TEXTOID}
 	},
 	[Q_READ_ROW] = {
 		"SELECT token, holder, owner, expires_at, released,"
 		"       expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(),"
 		"       CASE WHEN backend_pid IS NULL THEN false"
-		"            ELSE NOT lease.session_alive(backend_pid, backend_start) END"
-		"  FROM lease.grants WHERE resource OPERATOR(pg_catalog.=) $1",
+		"            ELSE NOT lease.session_alive(backend_pid, backend_start) END,"
+		"       mode OPERATOR(pg_catalog.=) 'shared', permits"
+		"  FROM lease.grants WHERE resource OPERATOR(pg_catalog.=) $1 AND NOT released"
+		" ORDER BY token",
 		1, {TEXTOID}
 	},
+	/* A new grant: $1..$7 as LEASE_NEW_GRANT, $8 mode, $9 permits. */
 	[Q_INSERT] = {
 		"INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at,"
-		"                          owner, released, backend_pid, backend_start, holder, value)"
+		"                          owner, released, backend_pid, backend_start, holder, value,"
+		"                          mode, permits)"
 		" VALUES ($1, " LEASE_NEXT_TOKEN ","
 		"         pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2,"
 		"         pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
-		"         $3, false, $5, $6, $4, $7)"
-		" ON CONFLICT (resource) DO NOTHING"
+		"         $3, false, $5, $6, $4, $7, $8, $9)"
 		" RETURNING token",
-		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
-	},
-	/*
-	 * Take over exactly the grant seen, if it is over: expired, or its
-	 * session gone.  Both are judged again on the version the UPDATE locks,
-	 * so a re-acquire that moved the grant to a live session meanwhile wins.
-	 */
-	[Q_TAKE_OVER] = {
-		LEASE_NEW_GRANT LEASE_SET_VALUE
-		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $8"
-		"   AND NOT (" LEASE_CURRENT ")"
-		" RETURNING token",
-		8, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT8OID}
+		9, {LEASE_GRANT_ARGTYPES, TEXTOID, INT4OID}
 	},
 	/*
 	 * The same holder asking again states the grant's terms again: the new
@@ -174,10 +184,15 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		" RETURNING token",
 		5, {TEXTOID, INT8OID, TEXTOID, OIDOID, BOOLOID}
 	},
-	/* An election's leader: its current grant, if any (what lease.leases shows). */
+	/*
+	 * An election's leader: its current exclusive grant, if any (what
+	 * lease.leases shows); a campaign never makes any other.
+	 */
 	[Q_LEADER] = {
 		"SELECT value, token, granted_at, expires_at FROM lease.grants"
-		" WHERE resource OPERATOR(pg_catalog.=) $1 AND " LEASE_CURRENT,
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND " LEASE_CURRENT
+		"   AND mode OPERATOR(pg_catalog.=) 'exclusive' AND permits OPERATOR(pg_catalog.=) 0"
+		" ORDER BY token DESC LIMIT 1",
 		1, {TEXTOID}
 	},
 	[Q_OWNER_OF] = {
@@ -201,16 +216,108 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		" FOR SHARE",
 		4, {TEXTOID, INT8OID, OIDOID, BOOLOID}
 	},
+	/*
+	 * The fence of a write only a sole holder may make: a lock, a writer, or
+	 * a permit of a semaphore of one.
+	 */
+	[Q_FENCE_EXCLUSIVE] = {
+		"SELECT token FROM lease.grants"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
+		"   AND " LEASE_CURRENT
+		"   AND (owner OPERATOR(pg_catalog.=) $3 OR $4)"
+		"   AND mode OPERATOR(pg_catalog.=) 'exclusive' AND permits OPERATOR(pg_catalog.<=) 1"
+		" FOR SHARE",
+		4, {TEXTOID, INT8OID, OIDOID, BOOLOID}
+	},
 	[Q_IS_CURRENT] = {
 		"SELECT token FROM lease.grants"
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
 		"   AND " LEASE_CURRENT,
 		2, {TEXTOID, INT8OID}
 	},
+	/* every current grant of the resource ends; one row (the highest token) if any did */
 	[Q_BREAK] = {
-		"UPDATE lease.grants SET expires_at = pg_catalog.clock_timestamp(), released = true"
+		"WITH ended AS (UPDATE lease.grants"
+		"   SET expires_at = pg_catalog.clock_timestamp(), released = true"
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND " LEASE_CURRENT
+		" RETURNING token)"
+		" SELECT pg_catalog.max(token) FROM ended"
+		" HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0",
+		1, {TEXTOID}
+	},
+	/*
+	 * Grants over for longer than the cutoff, and the rows of resources that
+	 * had no grant left before this statement (the next gc takes those whose
+	 * last grants it deletes now).
+	 */
+	[Q_GC] = {
+		"WITH gone AS (DELETE FROM lease.grants"
+		"  WHERE expires_at OPERATOR(pg_catalog.<) $1"
+		"  RETURNING 1),"
+		" unused AS (DELETE FROM lease.resources r"
+		"  WHERE NOT EXISTS (SELECT 1 FROM lease.grants g"
+		"                     WHERE g.resource OPERATOR(pg_catalog.=) r.resource))"
+		" SELECT pg_catalog.count(*) FROM gone",
+		1, {TIMESTAMPTZOID}
+	},
+};
+
+/*
+ * The statements that differ on a schema from before 0.4.0 (one row per
+ * resource, keyed by it): this library may run against a database not yet
+ * updated with ALTER EXTENSION pg_lease UPDATE, where only the old SQL
+ * functions exist, all of them exclusive.  lease_acquire.c runs the
+ * single-row algorithm there.
+ */
+static const LeaseQueryDef lease_queries_0_3[LEASE_NUM_QUERIES] = {
+	/*
+	 * The first try of an acquire: take a released grant without reading it
+	 * first.  A released row is free whoever held it; the re-check after a
+	 * concurrent change sees the committed version, and nextval() is
+	 * evaluated again for it, after the row lock is held.
+	 */
+	[Q_TAKE_RELEASED] = {
+		LEASE_NEW_GRANT LEASE_SET_VALUE
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
+		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
 		" RETURNING token",
+		7, {LEASE_GRANT_ARGTYPES}
+	},
+	[Q_READ_ROW] = {
+		"SELECT token, holder, owner, expires_at, released,"
+		"       expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(),"
+		"       CASE WHEN backend_pid IS NULL THEN false"
+		"            ELSE NOT lease.session_alive(backend_pid, backend_start) END,"
+		"       false, 0"
+		"  FROM lease.grants WHERE resource OPERATOR(pg_catalog.=) $1",
+		1, {TEXTOID}
+	},
+	[Q_INSERT] = {
+		"INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at,"
+		"                          owner, released, backend_pid, backend_start, holder, value)"
+		" VALUES ($1, " LEASE_NEXT_TOKEN ","
+		"         pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2,"
+		"         pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
+		"         $3, false, $5, $6, $4, $7)"
+		" ON CONFLICT (resource) DO NOTHING"
+		" RETURNING token",
+		7, {LEASE_GRANT_ARGTYPES}
+	},
+	/*
+	 * Take over exactly the grant seen, if it is over: expired, or its
+	 * session gone.  Both are judged again on the version the UPDATE locks,
+	 * so a re-acquire that moved the grant to a live session meanwhile wins.
+	 */
+	[Q_TAKE_OVER] = {
+		LEASE_NEW_GRANT LEASE_SET_VALUE
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $8"
+		"   AND NOT (" LEASE_CURRENT ")"
+		" RETURNING token",
+		8, {LEASE_GRANT_ARGTYPES, INT8OID}
+	},
+	[Q_LEADER] = {
+		"SELECT value, token, granted_at, expires_at FROM lease.grants"
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND " LEASE_CURRENT,
 		1, {TEXTOID}
 	},
 	[Q_GC] = {
@@ -224,10 +331,9 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 
 /*
  * The statements that name lease.grants.value, as they run on a schema from
- * before 0.3.0 (no such column): this library may run against a database
- * not yet updated with ALTER EXTENSION pg_lease UPDATE, where only the old
- * SQL functions exist, none of which states a value.  The parameters are
- * the same; $6 and $7 (the value) are left unused.
+ * before 0.3.0 (no such column), where only the old SQL functions exist,
+ * none of which states a value.  The parameters are the same; $6 and $7
+ * (the value) are left unused.  Those not here are lease_queries_0_3's.
  */
 static const LeaseQueryDef lease_queries_pre_0_3[LEASE_NUM_QUERIES] = {
 	[Q_TAKE_RELEASED] = {
@@ -235,7 +341,7 @@ static const LeaseQueryDef lease_queries_pre_0_3[LEASE_NUM_QUERIES] = {
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
 		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
 		" RETURNING token",
-		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
+		7, {LEASE_GRANT_ARGTYPES}
 	},
 	[Q_INSERT] = {
 		"INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at,"
@@ -246,14 +352,14 @@ static const LeaseQueryDef lease_queries_pre_0_3[LEASE_NUM_QUERIES] = {
 		"         $3, false, $5, $6, $4)"
 		" ON CONFLICT (resource) DO NOTHING"
 		" RETURNING token",
-		7, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
+		7, {LEASE_GRANT_ARGTYPES}
 	},
 	[Q_TAKE_OVER] = {
 		LEASE_NEW_GRANT
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $8"
 		"   AND NOT (" LEASE_CURRENT ")"
 		" RETURNING token",
-		8, {TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT8OID}
+		8, {LEASE_GRANT_ARGTYPES, INT8OID}
 	},
 	[Q_EXTEND_SAME_HOLDER] = {
 		"UPDATE lease.grants"
@@ -267,11 +373,19 @@ static const LeaseQueryDef lease_queries_pre_0_3[LEASE_NUM_QUERIES] = {
 	},
 };
 
-/* Plans, per schema: [0] since 0.3.0, [1] before it. */
-static SPIPlanPtr lease_plans[2][LEASE_NUM_QUERIES];
+/* The schema of lease.grants, as lease_begin found it. */
+typedef enum LeaseSchema
+{
+	LEASE_SCHEMA_ROWS,			/* 0.4.0 on: one row per grant */
+	LEASE_SCHEMA_0_3,			/* 0.3.0: one row per resource */
+	LEASE_SCHEMA_PRE_0_3,		/* 0.1.0, 0.2.0: neither value nor mode */
+	LEASE_NUM_SCHEMAS
+} LeaseSchema;
 
-/* Has lease.grants the value column (0.3.0 on)?  Set by lease_begin. */
-static bool schema_has_value = true;
+static LeaseSchema schema = LEASE_SCHEMA_ROWS;
+
+/* Plans, per schema. */
+static SPIPlanPtr lease_plans[LEASE_NUM_SCHEMAS][LEASE_NUM_QUERIES];
 
 /* The search path of every statement: pg_catalog alone, no temp schema. */
 static OverrideSearchPath catalog_only = {NIL, true, false, 0};
@@ -307,7 +421,12 @@ lease_begin(LeaseCaller *caller)
 		elog(ERROR, "cache lookup failed for relation %u", relid);
 	table_owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
 	ReleaseSysCache(tuple);
-	schema_has_value = (get_attnum(relid, "value") != InvalidAttrNumber);
+	if (get_attnum(relid, "mode") != InvalidAttrNumber)
+		schema = LEASE_SCHEMA_ROWS;
+	else if (get_attnum(relid, "value") != InvalidAttrNumber)
+		schema = LEASE_SCHEMA_0_3;
+	else
+		schema = LEASE_SCHEMA_PRE_0_3;
 
 	GetUserIdAndSecContext(&caller->saved_userid, &caller->saved_sec_context);
 	SetUserIdAndSecContext(table_owner,
@@ -340,19 +459,35 @@ lease_end(LeaseCaller *caller)
 }
 
 /*
+ * lease_schema_has_rows -- one row per grant (0.4.0 on)?  Valid after lease_begin.
+ */
+bool
+lease_schema_has_rows(void)
+{
+	return schema == LEASE_SCHEMA_ROWS;
+}
+
+/*
  * lease_exec -- run one of the prepared statements
  *
  * Plans are prepared once per backend and kept; the plan cache re-plans them
- * if the extension is dropped and re-created.  A schema from before 0.3.0
- * gets the statements without the value column.
+ * if the extension is dropped and re-created.  A schema from before 0.4.0
+ * gets the single-row statements, one from before 0.3.0 those without the
+ * value column.
  */
 uint64
 lease_exec(LeaseQuery q, Datum *values, const char *nulls)
 {
-	int			old = (!schema_has_value && lease_queries_pre_0_3[q].sql != NULL);
-	const LeaseQueryDef *def = old ? &lease_queries_pre_0_3[q] : &lease_queries[q];
-	SPIPlanPtr *planp = &lease_plans[old][q];
+	const LeaseQueryDef *def = &lease_queries[q];
+	SPIPlanPtr *planp = &lease_plans[schema][q];
 	int			rc;
+
+	if (schema == LEASE_SCHEMA_PRE_0_3 && lease_queries_pre_0_3[q].sql != NULL)
+		def = &lease_queries_pre_0_3[q];
+	else if (schema != LEASE_SCHEMA_ROWS && lease_queries_0_3[q].sql != NULL)
+		def = &lease_queries_0_3[q];
+	if (def->sql == NULL)
+		elog(ERROR, "pg_lease query %d needs the schema of pg_lease 0.4.0", (int) q);
 
 	if (*planp == NULL)
 	{
@@ -447,22 +582,67 @@ lease_exec_change(LeaseQuery q, Datum *values, const char *nulls, int64 *result,
 }
 
 /*
- * lease_read_row -- the resource's row as it is now, without locking it
+ * lease_in_subxact -- run fn in a subtransaction kept only if it returns true
+ *
+ * The several statements of one acquire try on a schema of one row per
+ * grant (lock the resource, clear the grants that are over, add one) keep
+ * their row locks and changes only when fn grants; otherwise they are rolled
+ * back, so a try that decided "busy" holds no lock.  A lock wait ended by
+ * lock_timeout (55P03) sets *locked and returns false; every other error is
+ * re-thrown after the rollback.
  */
-void
-lease_read_row(text *resource, LeaseRow *row)
+bool
+lease_in_subxact(LeaseSubxactFn fn, void *arg, bool *locked)
 {
-	Datum		values[1] = {PointerGetDatum(resource)};
-	HeapTuple	tup;
-	TupleDesc	desc;
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	bool		kept = false;
+
+	*locked = false;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+
+	PG_TRY();
+	{
+		kept = fn(arg);
+		if (kept)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		*locked = true;
+		kept = false;
+	}
+	PG_END_TRY();
+
+	return kept;
+}
+
+/*
+ * spi_fill_row -- result row i of Q_READ_ROW into row
+ */
+static void
+spi_fill_row(uint64 i, LeaseRow *row)
+{
+	HeapTuple	tup = SPI_tuptable->vals[i];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
 	bool		isnull;
 
-	memset(row, 0, sizeof(*row));
-	if (lease_exec(Q_READ_ROW, values, NULL) == 0)
-		return;
-
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
 	row->found = true;
 	row->token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 	row->holder = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
@@ -471,4 +651,40 @@ lease_read_row(text *resource, LeaseRow *row)
 	row->released = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 	row->unexpired = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
 	row->session_gone = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+	row->shared = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
+	row->permits = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+}
+
+/*
+ * lease_read_row -- the resource's row as it is now, without locking it
+ *
+ * On a schema of one row per grant: its first grant not released.
+ */
+void
+lease_read_row(text *resource, LeaseRow *row)
+{
+	Datum		values[1] = {PointerGetDatum(resource)};
+
+	memset(row, 0, sizeof(*row));
+	if (lease_exec(Q_READ_ROW, values, NULL) == 0)
+		return;
+	spi_fill_row(0, row);
+}
+
+/*
+ * lease_read_grants -- every grant of the resource not released, by token
+ *
+ * Returns their number; *rows is palloc'd in the current (SPI) context.
+ */
+int
+lease_read_grants(text *resource, LeaseRow **rows)
+{
+	Datum		values[1] = {PointerGetDatum(resource)};
+	uint64		n = lease_exec(Q_READ_ROW, values, NULL);
+	uint64		i;
+
+	*rows = palloc0(sizeof(LeaseRow) * Max(n, 1));
+	for (i = 0; i < n; i++)
+		spi_fill_row(i, &(*rows)[i]);
+	return (int) n;
 }

@@ -84,6 +84,7 @@ typedef struct WaitSlot
 	uint64		ticket;			/* arrival order */
 	Oid			dbid;
 	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];
+	int32		permits;		/* the request's: 0 a lock or reader-writer, else a permit */
 	/* observing `resource` of `dbid` (lease.observe); never with in_use */
 	bool		observing;
 	/* set by a backend that exits holding session-bound grants */
@@ -271,10 +272,47 @@ queue_register_exit_hook(void)
 }
 
 /*
+ * lease_queue_waiting_permits -- the permits of the head of another backend
+ *
+ * Returns whether another backend is queued for the resource, with the
+ * permits its request names in *permits: a request of other permits than
+ * the queued ones is a mismatch (LS003) when no grant is current.
+ */
+bool
+lease_queue_waiting_permits(const char *resource, int32 *permits)
+{
+	bool		found = false;
+
+	if (wait_queue == NULL)
+		return false;
+
+	LWLockAcquire(wait_queue->lock, LW_SHARED);
+	for (int i = 0; i < wait_queue->nslots; i++)
+	{
+		WaitSlot   *s = &wait_queue->slots[i];
+
+		if (s != my_slot && queue_slot_waits_for(s, MyDatabaseId, resource))
+		{
+			*permits = s->permits;
+			found = true;
+			break;
+		}
+	}
+	LWLockRelease(wait_queue->lock);
+	return found;
+}
+
+/*
  * lease_queue_join -- join the tail of a resource's queue
+ *
+ * The queue is one FIFO per resource whatever the modes: only its head
+ * tries, and the table decides whether the grants admit it (lease_acquire.c),
+ * so a waiting writer holds back every reader after it, and a head granted
+ * leaves and wakes the next, which may be admitted at once too (readers
+ * behind a writer, free permits).
  */
 void
-lease_queue_join(const char *resource)
+lease_queue_join(const char *resource, int32 permits)
 {
 	WaitSlot   *slot;
 
@@ -288,6 +326,7 @@ lease_queue_join(const char *resource)
 	slot->ticket = wait_queue->next_ticket++;
 	slot->dbid = MyDatabaseId;
 	strlcpy(slot->resource, resource, sizeof(slot->resource));
+	slot->permits = permits;
 	slot->in_use = true;
 	LWLockRelease(wait_queue->lock);
 	my_slot = slot;

@@ -37,6 +37,10 @@
 /* SQLSTATEs of the SQL API (docs/sql.md "SQLSTATEs"; client/src maps them). */
 #define ERRCODE_LEASE_NOT_HELD		MAKE_SQLSTATE('L','S','0','0','1')
 #define ERRCODE_LEASE_NESTED_WAIT	MAKE_SQLSTATE('L','S','0','0','2')
+#define ERRCODE_LEASE_MODE_MISMATCH	MAKE_SQLSTATE('L','S','0','0','3')
+
+/* The largest semaphore (permits of lease.acquire_permit; since 0.4.0). */
+#define LEASE_MAX_PERMITS			10000
 
 /*
  * One call of a lease function, its arguments checked (lease_args.c).  A
@@ -53,6 +57,9 @@ typedef struct LeaseRequest
 	int64		token;
 	bool		has_value;		/* a campaign or proclaim: value is stated */
 	const char *value;			/* NULL: none */
+	bool		shared;			/* a reader (acquire_shared) */
+	int32		permits;		/* 0: a lock; else a permit of that many */
+	bool		exclusive;		/* fence: only a grant held alone */
 } LeaseRequest;
 
 /* ---- lease_stats.c: shared counters ---- */
@@ -98,7 +105,8 @@ extern void lease_queue_shmem_init(void);
 extern bool lease_queue_exists(void);
 extern bool lease_queue_enabled(void);
 extern bool lease_queue_may_take(const char *resource);
-extern void lease_queue_join(const char *resource);
+extern void lease_queue_join(const char *resource, int32 permits);
+extern bool lease_queue_waiting_permits(const char *resource, int32 *permits);
 extern void lease_queue_leave(void);
 extern int	lease_waiter_count(const char *resource);
 extern void lease_wait_until(TimestampTz wake_at);
@@ -119,6 +127,9 @@ extern int	lease_max_ttl_seconds;	/* GUC lease.max_ttl */
 extern void lease_args_acquire(FunctionCallInfo fcinfo, LeaseRequest *req);
 extern void lease_args_acquire_value(FunctionCallInfo fcinfo, LeaseRequest *req);
 extern void lease_args_try_acquire(FunctionCallInfo fcinfo, LeaseRequest *req);
+extern void lease_args_acquire_shared(FunctionCallInfo fcinfo, LeaseRequest *req);
+extern void lease_args_acquire_permit(FunctionCallInfo fcinfo, LeaseRequest *req);
+extern void lease_args_fence_mode(FunctionCallInfo fcinfo, LeaseRequest *req);
 extern void lease_args_proclaim(FunctionCallInfo fcinfo, LeaseRequest *req);
 extern void lease_args_observe(FunctionCallInfo fcinfo, LeaseRequest *req,
 							   int64 *after_term, const char **after_value);
@@ -131,6 +142,9 @@ extern int64 lease_args_retain(FunctionCallInfo fcinfo);
 
 typedef enum LeaseQuery
 {
+	Q_LOCK_RESOURCE,
+	Q_ADD_RESOURCE,
+	Q_CLEAR_OVER,
 	Q_TAKE_RELEASED,
 	Q_READ_ROW,
 	Q_INSERT,
@@ -142,6 +156,7 @@ typedef enum LeaseQuery
 	Q_OWNER_OF,
 	Q_RELEASE,
 	Q_FENCE,
+	Q_FENCE_EXCLUSIVE,
 	Q_IS_CURRENT,
 	Q_BREAK,
 	Q_GC,
@@ -168,6 +183,8 @@ typedef struct LeaseRow
 	bool		released;
 	bool		unexpired;
 	bool		session_gone;
+	bool		shared;			/* mode 'shared' */
+	int32		permits;
 } LeaseRow;
 
 extern void lease_begin(LeaseCaller *caller);
@@ -177,6 +194,10 @@ extern uint64 lease_exec_change(LeaseQuery q, Datum *values, const char *nulls,
 								int64 *result, bool *locked);
 extern int64 lease_result_int64(int col);
 extern void lease_read_row(text *resource, LeaseRow *row);
+extern int	lease_read_grants(text *resource, LeaseRow **rows);
+extern bool lease_schema_has_rows(void);
+typedef bool (*LeaseSubxactFn) (void *arg);
+extern bool lease_in_subxact(LeaseSubxactFn fn, void *arg, bool *locked);
 
 /* ---- lease_xact.c: commit-time work ---- */
 

@@ -33,18 +33,25 @@ GRANT USAGE ON SCHEMA lease TO PUBLIC;
 CREATE SEQUENCE lease.token_seq AS pg_catalog.int8 MINVALUE 1 NO CYCLE;
 
 /*
- * One row per resource ever granted (until gc).  owner is the role that
- * acquired the grant; as a regrole it is dumped by name, so a restore into
- * another cluster gives the lease to the role of the same name there, never
- * to whichever role has the old OID.  A grant is current while
+ * One row per grant (since 0.4.0): a resource has one exclusive grant, or
+ * any number of shared ones, or up to `permits` permits.  owner is the role
+ * that acquired the grant; as a regrole it is dumped by name, so a restore
+ * into another cluster gives the lease to the role of the same name there,
+ * never to whichever role has the old OID.  A grant is current while
  * expires_at is in the future (server clock) and, for session-bound grants,
- * its backend is alive.  release/break set expires_at to the current instant,
- * so a free row keeps its last token and the instant it became free.  Only
- * expires_at and renewed_at change on renew, none of them indexed: renewals
- * are HOT updates (fillfactor leaves room on the page).
+ * its backend is alive.  release/break set expires_at to the current instant;
+ * the next acquire of the resource deletes the grants that are over (gc()
+ * those of resources nobody acquires again).  Only expires_at and
+ * renewed_at change on renew, none of them indexed: renewals are HOT updates
+ * (fillfactor leaves room on the page).
+ *
+ * mode is 'exclusive' (a lock, a writer, a permit) or 'shared' (a reader);
+ * permits is 0 for a lock or reader-writer grant, else the limit of the
+ * semaphore the grant is a permit of (docs/sql.md "Shared and counted
+ * leases").
  */
 CREATE TABLE lease.grants (
-	resource      pg_catalog.text COLLATE "C" NOT NULL PRIMARY KEY,
+	resource      pg_catalog.text COLLATE "C" NOT NULL,
 	token         pg_catalog.int8 NOT NULL,
 	expires_at    pg_catalog.timestamptz NOT NULL,
 	granted_at    pg_catalog.timestamptz NOT NULL,
@@ -54,9 +61,24 @@ CREATE TABLE lease.grants (
 	backend_pid   pg_catalog.int4,
 	backend_start pg_catalog.timestamptz,
 	holder        pg_catalog.text NOT NULL,
-	value         pg_catalog.text			-- an election's proclamation; NULL = none
+	value         pg_catalog.text,			-- an election's proclamation; NULL = none
+	mode          pg_catalog.text COLLATE "C" NOT NULL DEFAULT 'exclusive'
+		CHECK (mode OPERATOR(pg_catalog.=) ANY (ARRAY['exclusive', 'shared']::pg_catalog.text[])),
+	permits       pg_catalog.int4 NOT NULL DEFAULT 0
+		CHECK (permits OPERATOR(pg_catalog.>=) 0 AND permits OPERATOR(pg_catalog.<=) 10000),
+	PRIMARY KEY (resource, token)
 ) WITH (fillfactor = 70);
 
+/*
+ * One row per resource acquired (until gc): an acquire locks it (FOR
+ * UPDATE) while it decides, so the grants of one resource are decided one
+ * acquire at a time.  Not dumped: an acquire creates a missing row.
+ */
+CREATE TABLE lease.resources (
+	resource      pg_catalog.text COLLATE "C" NOT NULL PRIMARY KEY
+);
+
+REVOKE ALL ON TABLE lease.resources FROM PUBLIC;
 REVOKE ALL ON TABLE lease.grants FROM PUBLIC;
 REVOKE ALL ON SEQUENCE lease.token_seq FROM PUBLIC;
 
@@ -96,6 +118,30 @@ RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'lease_try_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+/*
+ * Shared and counted leases (since 0.4.0): a reader of a reader-writer lease,
+ * and a permit of a semaphore of `permits` permits.  lease.acquire keeps its
+ * meaning: an exclusive lock, the writer of the same resource.
+ */
+CREATE FUNCTION lease.acquire_shared(resource pg_catalog.text,
+									 ttl pg_catalog.interval,
+									 wait pg_catalog.interval DEFAULT '0'::pg_catalog.interval,
+									 holder pg_catalog.text DEFAULT NULL,
+									 session_bound pg_catalog.bool DEFAULT false)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'lease_acquire_shared'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION lease.acquire_permit(resource pg_catalog.text,
+									 ttl pg_catalog.interval,
+									 permits pg_catalog.int4,
+									 wait pg_catalog.interval DEFAULT '0'::pg_catalog.interval,
+									 holder pg_catalog.text DEFAULT NULL,
+									 session_bound pg_catalog.bool DEFAULT false)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'lease_acquire_permit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
 CREATE FUNCTION lease.renew(resource pg_catalog.text, token pg_catalog.int8, ttl pg_catalog.interval)
 RETURNS pg_catalog.bool
 AS 'MODULE_PATHNAME', 'lease_renew'
@@ -109,6 +155,12 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION lease.fence(resource pg_catalog.text, token pg_catalog.int8)
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'lease_fence'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- exclusive => true: admit only a current grant nobody else holds with it
+CREATE FUNCTION lease.fence(resource pg_catalog.text, token pg_catalog.int8, exclusive pg_catalog.bool)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'lease_fence_mode'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION lease.is_current(resource pg_catalog.text, token pg_catalog.int8)
@@ -195,7 +247,9 @@ SELECT g.resource,
 	   g.expires_at OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp() AS remaining,
 	   g.backend_pid IS NOT NULL AS session_bound,
 	   lease.waiters(g.resource) AS waiters,
-	   g.value
+	   g.value,
+	   g.mode,
+	   g.permits
   FROM lease.grants g
  WHERE g.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
    AND CASE WHEN g.backend_pid IS NULL THEN true
@@ -212,24 +266,30 @@ COMMENT ON FUNCTION lease.acquire(pg_catalog.text, pg_catalog.interval, pg_catal
 	IS 'campaign: acquire, storing value with the grant (a re-acquire replaces it); returns the term, or NULL';
 COMMENT ON FUNCTION lease.try_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.bool)
 	IS 'acquire without waiting; returns a fencing token, or NULL';
+COMMENT ON FUNCTION lease.acquire_shared(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text, pg_catalog.bool)
+	IS 'grant a shared (reader) lease on resource for ttl, waiting at most wait; returns its fencing token, or NULL';
+COMMENT ON FUNCTION lease.acquire_permit(pg_catalog.text, pg_catalog.interval, pg_catalog.int4, pg_catalog.interval, pg_catalog.text, pg_catalog.bool)
+	IS 'grant one of permits permits of resource for ttl, waiting at most wait; returns its fencing token, or NULL';
 COMMENT ON FUNCTION lease.renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval)
 	IS 'extend the grant (resource, token) to now + ttl; false if it is not current';
 COMMENT ON FUNCTION lease.release(pg_catalog.text, pg_catalog.int8)
 	IS 'end the grant (resource, token) now; false if it was not current';
 COMMENT ON FUNCTION lease.fence(pg_catalog.text, pg_catalog.int8)
 	IS 'admit a write of the current grant: LS001 unless token is current; holds the grant until the transaction ends';
+COMMENT ON FUNCTION lease.fence(pg_catalog.text, pg_catalog.int8, pg_catalog.bool)
+	IS 'fence; with exclusive true, LS001 unless token is a current grant held alone (a lock, a writer, a permit of 1)';
 COMMENT ON FUNCTION lease.is_current(pg_catalog.text, pg_catalog.int8)
 	IS 'is token the current, unexpired grant of resource (no lock taken)';
 COMMENT ON FUNCTION lease."break"(pg_catalog.text)
-	IS 'admin: end the current grant of resource now; returns its token, or NULL';
+	IS 'admin: end every current grant of resource now; returns the highest token ended, or NULL';
 COMMENT ON FUNCTION lease.proclaim(pg_catalog.text, pg_catalog.int8, pg_catalog.text)
 	IS 'set the value of the grant (resource, token); false if it is not current';
 COMMENT ON FUNCTION lease.leader(pg_catalog.text)
-	IS 'the current grant of election: value, term, since, expires_at; all NULL when nobody leads';
+	IS 'the current exclusive grant of election: value, term, since, expires_at; all NULL when nobody leads';
 COMMENT ON FUNCTION lease.observe(pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.interval)
 	IS 'wait at most wait until the election differs from (after_term, after_value); returns it as leader does';
 COMMENT ON FUNCTION lease.gc(pg_catalog.interval)
-	IS 'admin: delete the rows of resources free for longer than retain; tokens never go backwards';
+	IS 'admin: delete the grants over for longer than retain; tokens never go backwards';
 COMMENT ON FUNCTION lease.stats()
 	IS 'counters since server start (needs shared_preload_libraries)';
 COMMENT ON FUNCTION lease.session_alive(pg_catalog.int4, pg_catalog.timestamptz)

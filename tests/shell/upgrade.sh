@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ALTER EXTENSION pg_lease UPDATE from each earlier release (0.1.0, 0.2.0):
+# ALTER EXTENSION pg_lease UPDATE from each earlier release (0.1.0, 0.2.0, 0.3.0):
 # leases, tokens and privileges survive, grants made before have no value,
 # elections work after it, and the updated schema is exactly a fresh install's.
 source "$(dirname "$0")/lib.sh"
@@ -73,6 +73,7 @@ fresh="$(q -f "$here/sql/describe_extension.sql")"
 
 upgrade_from 0.1.0
 upgrade_from 0.2.0
+upgrade_from 0.3.0
 
 psql -X -q -d postgres -c "DROP DATABASE shell_upgrade_fresh" \
 	-c "DROP ROLE lease_upgrade_app" -c "DROP ROLE lease_upgrade_admin" >/dev/null
