@@ -16,7 +16,7 @@ DATA        = extension/$(EXTENSION)--$(EXTVERSION).sql \
 EXTRA_CLEAN = extension/$(EXTENSION)--$(EXTVERSION).sql
 
 # pg_regress suites (sql/, expected/) and isolation specs (tests/isolation/).
-REGRESS        = basic fence transactions bad_input privileges nested session stats election
+REGRESS        = basic fence transactions bad_input privileges nested session stats election shared
 REGRESS_OPTS   = --load-extension=$(EXTENSION)
 ISOLATION      = fence_orders_acquire acquire_waits_for_grant break_waits_for_fence \
                  repeatable_read_conflict failed_takeover_keeps_no_lock rebind_beats_session_takeover

@@ -383,24 +383,24 @@ static const char *
 acquire_kind(bool shared, int32 permits)
 {
 	if (permits > 0)
-		return psprintf("a permit of %d", permits);
-	return shared ? "shared" : "exclusive";
+		return psprintf("a permit of a semaphore of %d", permits);
+	if (permits < 0)
+		return "a lock or reader-writer lease";	/* a waiter's, mode unknown */
+	return shared ? "a shared lease" : "an exclusive lease";
 }
 
 /*
  * acquire_mismatch -- raise LS003: the request disagrees with the resource's
+ * grants or waiters (how: "held" or "waited for")
  */
 static void
-acquire_mismatch(const LeaseRequest *req, const char *whose, bool shared, int32 permits)
+acquire_mismatch(const LeaseRequest *req, const char *how, bool shared, int32 permits)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_LEASE_MODE_MISMATCH),
-			 errmsg("lease \"%s\" is not %s: %s %s",
-					req->res, permits > 0 || req->permits > 0 ? "requested with these permits" :
-					"held in this mode", whose, acquire_kind(shared, permits)),
-			 errdetail("The request is %s.", acquire_kind(req->shared, req->permits)),
-			 errhint("Every holder and waiter of a resource names the same permits; "
-					 "a holder asking again names its grant's mode.")));
+			 errmsg("lease \"%s\" is %s as %s", req->res, how, acquire_kind(shared, permits)),
+			 errdetail("The request is for %s.", acquire_kind(req->shared, req->permits)),
+			 errhint("Every holder and waiter of a resource names the same permits.")));
 }
 
 /*
@@ -465,7 +465,12 @@ acquire_rows_decide(void *arg)
 			bool		locked;
 
 			if (g->shared != req->shared || g->permits != req->permits)
-				acquire_mismatch(req, "its holder has", g->shared, g->permits);
+				ereport(ERROR,
+						(errcode(ERRCODE_LEASE_MODE_MISMATCH),
+						 errmsg("holder \"%s\" holds lease \"%s\" as %s",
+								req->holder, req->res, acquire_kind(g->shared, g->permits)),
+						 errdetail("The request is for %s.", acquire_kind(req->shared, req->permits)),
+						 errhint("Release the grant, then acquire it the other way.")));
 			values[1] = Int64GetDatum(g->token);
 			values[2] = IntervalPGetDatum(req->ttl);
 			memset(nulls, ' ', 7);
@@ -483,7 +488,7 @@ acquire_rows_decide(void *arg)
 			return true;
 		}
 		if (g->permits != req->permits)
-			acquire_mismatch(req, "it is held as", g->shared, g->permits);
+			acquire_mismatch(req, "held", g->shared, g->permits);
 		current++;
 		if (!g->shared)
 		{
@@ -497,7 +502,7 @@ acquire_rows_decide(void *arg)
 	/* nobody holds it: the queued requests name the permits */
 	if (current == 0 && lease_queue_waiting_permits(req->res, &queued_permits) &&
 		queued_permits != req->permits)
-		acquire_mismatch(req, "it is waited for as", false, queued_permits);
+		acquire_mismatch(req, "waited for", false, queued_permits > 0 ? queued_permits : -1);
 
 	if (req->permits > 0)
 	{
