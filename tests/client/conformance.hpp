@@ -92,7 +92,7 @@ documented(const std::string &name)
 	pglease::Capabilities c;
 	if (name == "postgres") {
 		c.distributed = c.fencing_token = c.fenced_write = c.fifo_wait = c.ephemeral = c.durable =
-		    c.survives_failover = c.election = true;
+		    c.survives_failover = c.election = c.shared_mode = c.semaphore = true;
 	} else if (name == "memory") {
 		c.fencing_token = c.fifo_wait = c.election = c.shared_mode = c.semaphore = true;
 	} else if (name == "redis" || name == "rediss") { // rediss: the same provider over TLS

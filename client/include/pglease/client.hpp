@@ -39,6 +39,8 @@ struct LeaseInfo {
 	std::chrono::milliseconds remaining{0};
 	bool session_bound = false;
 	std::optional<int> waiters;
+	Mode mode = Mode::exclusive; ///< Mode::shared: a reader (since pg_lease 0.4.0)
+	std::uint32_t limit = 0;     ///< > 0: a permit of a semaphore of that many
 };
 
 /// The PostgreSQL Locker: a connection (pool) to one database with pg_lease.

@@ -341,16 +341,23 @@ value_literal(pqxx::transaction_base &tx, std::string_view value)
 
 Result<std::optional<std::int64_t>>
 db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wait, const std::string &holder,
-           bool session_bound, milliseconds statement_timeout, const std::string *value) noexcept
+           bool session_bound, milliseconds statement_timeout, const std::string *value, Mode mode,
+           std::uint32_t limit) noexcept
 {
 	return guarded<std::optional<std::int64_t>>(&db, [&]() -> Result<std::optional<std::int64_t>> {
 		pqxx::nontransaction tx{*db.conn};
-		pqxx::row r =
-		    bounded(tx, statement_timeout,
-		            "lease.acquire(" + tx.quote(std::string{resource}) + ", " + tx.quote(interval_ms(ttl)) +
-		                "::interval, " + tx.quote(interval_ms(wait)) + "::interval, " + tx.quote(holder) +
-		                ", " + (session_bound ? "true" : "false") +
-		                (value ? ", " + value_literal(tx, *value) : std::string{}) + ")");
+		// a permit names its semaphore's limit third; a reader and a lock (or
+		// a campaign) have the same arguments
+		std::string call = limit > 0                ? "lease.acquire_permit("
+		                   : mode == Mode::shared ? "lease.acquire_shared("
+		                                          : "lease.acquire(";
+		call += tx.quote(std::string{resource}) + ", " + tx.quote(interval_ms(ttl)) + "::interval, ";
+		if (limit > 0)
+			call += std::to_string(limit) + "::pg_catalog.int4, ";
+		call += tx.quote(interval_ms(wait)) + "::interval, " + tx.quote(holder) + ", " +
+		        (session_bound ? "true" : "false") + (value ? ", " + value_literal(tx, *value) : std::string{}) +
+		        ")";
+		pqxx::row r = bounded(tx, statement_timeout, call);
 		if (r[0].is_null())
 			return std::optional<std::int64_t>{};
 		return std::optional<std::int64_t>{r[0].as<std::int64_t>()};
@@ -521,8 +528,9 @@ db_status(Db &db, milliseconds timeout) noexcept
 		pqxx::result res = watched(tx, timeout, [&] {
 			return tx.exec("SET LOCAL statement_timeout = " + timeout_ms(timeout) +
 			               "; SELECT resource, holder, token, owner::text,"
-			               "       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters"
-			               "  FROM lease.leases ORDER BY resource");
+			               "       (extract(epoch FROM remaining) * 1000)::bigint, session_bound, waiters,"
+			               "       mode, permits"
+			               "  FROM lease.leases ORDER BY resource, token");
 		});
 		std::vector<LeaseInfo> out;
 		for (const auto &row : res) {
@@ -535,6 +543,8 @@ db_status(Db &db, milliseconds timeout) noexcept
 			info.session_bound = row[5].as<bool>();
 			if (!row[6].is_null())
 				info.waiters = row[6].as<int>();
+			info.mode = row[7].as<std::string>() == "shared" ? Mode::shared : Mode::exclusive;
+			info.limit = row[8].as<std::uint32_t>();
 			out.push_back(std::move(info));
 		}
 		return out;

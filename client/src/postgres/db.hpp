@@ -41,11 +41,14 @@ Result<DbPtr> db_connect(const std::string &conninfo, milliseconds statement_tim
 
 /// lease.acquire: the token, or nullopt when not granted within wait.  With
 /// value non-null, a campaign: the six-argument lease.acquire storing it
-/// (an empty value is stored as NULL, "none").
+/// (an empty value is stored as NULL, "none").  Mode::shared is
+/// lease.acquire_shared, a limit > 0 lease.acquire_permit (LS003, a mode or
+/// limit the resource's grants disagree with, is Errc::invalid_argument).
 Result<std::optional<std::int64_t>> db_acquire(Db &db, std::string_view resource, milliseconds ttl,
                                                milliseconds wait, const std::string &holder,
                                                bool session_bound, milliseconds statement_timeout,
-                                               const std::string *value = nullptr) noexcept;
+                                               const std::string *value = nullptr,
+                                               Mode mode = Mode::exclusive, std::uint32_t limit = 0) noexcept;
 
 /// An election as lease.leader / lease.observe return it.  value is the
 /// column as stored (NULL: none), so an observe can be re-called from

@@ -163,6 +163,8 @@ Client::capabilities() const noexcept
 	c.durable = true;
 	c.survives_failover = true;
 	c.election = true; // lease.acquire with a value, lease.leader, lease.observe
+	c.shared_mode = true; // lease.acquire_shared
+	c.semaphore = true;   // lease.acquire_permit
 	return c;
 }
 
@@ -199,7 +201,8 @@ Client::take(std::string_view resource, const LeaseOptions &options, const std::
 	auto sent = Clock::now();
 	auto granted =
 	    detail::db_acquire(**db, resource, options.ttl, options.wait, holder, session_bound,
-	                       detail::saturating_add(options.wait, pool_->options().statement_grace), value);
+	                       detail::saturating_add(options.wait, pool_->options().statement_grace), value,
+	                       options.mode, options.limit);
 	if (!granted || !*granted) {
 		pool_->give_back(std::move(*db));
 		if (!granted)
