@@ -209,7 +209,7 @@ seq_before="$(su "SELECT last_value FROM lease.token_seq")"
 # --- the table, the sequence, the view: by both ordinary roles ---------------
 for R in "$M" "$V"; do
 	fails "${R}_insert_grants" 42501 "INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at, owner, holder) VALUES ('x', 1, now() + '1 day', now(), now(), 10, 'x')"
-	fails "${R}_insert_on_conflict_grants" 42501 "INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at, owner, holder) VALUES ('victim/a', 1, now(), now(), now(), 10, 'x') ON CONFLICT (resource) DO UPDATE SET token = 1"
+	fails "${R}_insert_on_conflict_grants" 42501 "INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at, owner, holder) VALUES ('victim/a', 1, now(), now(), now(), 10, 'x') ON CONFLICT (resource, token) DO UPDATE SET token = 1"
 	fails "${R}_update_grants" 42501 "UPDATE lease.grants SET expires_at = now()"
 	fails "${R}_update_grants_owner" 42501 "UPDATE lease.grants SET owner = '$M'::regrole WHERE resource = 'victim/a'"
 	fails "${R}_delete_grants" 42501 "DELETE FROM lease.grants"
@@ -242,6 +242,10 @@ for R in "$M" "$V"; do
 	fails "${R}_drop_grants" 42501 "DROP TABLE lease.grants"
 	attempt_no_effect "${R}_vacuum_full_grants" "$R" "VACUUM FULL lease.grants" \
 		"SELECT relfilenode = $(su "SELECT relfilenode FROM pg_class WHERE oid = 'lease.grants'::regclass") FROM pg_class WHERE oid = 'lease.grants'::regclass"
+
+	fails "${R}_insert_resources" 42501 "INSERT INTO lease.resources VALUES ('$R/x')"
+	fails "${R}_delete_resources" 42501 "DELETE FROM lease.resources"
+	fails "${R}_lock_resources_row" 42501 "SELECT 1 FROM lease.resources FOR UPDATE"
 
 	fails "${R}_nextval_token_seq" 42501 "SELECT nextval('lease.token_seq')"
 	fails "${R}_setval_token_seq" 42501 "SELECT setval('lease.token_seq', 1)"
@@ -492,7 +496,7 @@ echo "# functions PUBLIC may execute: $(su "SELECT string_agg(oid::regprocedure:
 # the view as the attacker sees it: the documented columns, current grants only
 attempts=$((attempts + 1))
 header="$(timeout 30 psql -X -q -A -U "$M" -d "$DB" -c "SELECT * FROM lease.leases ORDER BY resource" | head -1)"
-want="resource|holder|token|owner|granted_at|renewed_at|expires_at|remaining|session_bound|waiters|value"
+want="resource|holder|token|owner|granted_at|renewed_at|expires_at|remaining|session_bound|waiters|value|mode|permits"
 if [ "$header" = "$want" ]; then ok "view_has_the_documented_columns"; else not_ok "view_has_the_documented_columns" "'$header', expected '$want'"; fi
 gives "view_lists_current_grants_only" "mallory/own|mallory/shadowed|victim/a|victim/sb" \
 	"SELECT string_agg(resource, '|' ORDER BY resource) FROM lease.leases"
