@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ALTER EXTENSION pg_lease UPDATE from each earlier release (0.1.0, 0.2.0, 0.3.0):
-# leases, tokens and privileges survive, grants made before have no value,
+# leases, tokens and privileges survive, grants made before have no value and
+# become exclusive locks (0.4.0), shared leases work after it,
 # elections work after it, and the updated schema is exactly a fresh install's.
 source "$(dirname "$0")/lib.sh"
 here="$(dirname "$0")"
@@ -37,6 +38,8 @@ $before_rows
 	after:
 $after_rows" '[ "$before_rows" = "$after_rows" ]'
 	check "grants_without_value_after_update_from_$from" "SELECT count(*) = 0 FROM lease.grants WHERE value IS NOT NULL"
+	check "grants_are_exclusive_locks_after_update_from_$from" "SELECT bool_and(mode = 'exclusive' AND permits = 0) FROM lease.grants"
+	check "resource_rows_made_by_update_from_$from" "SELECT count(*) = (SELECT count(DISTINCT resource) FROM lease.grants) FROM lease.resources"
 	check "held_lease_still_current" "SELECT lease.is_current('up/app', $app_token) AND lease.is_current('up/own', $own_token)"
 	check "owner_role_kept" "SELECT owner::text = 'lease_upgrade_app' FROM lease.leases WHERE resource = 'up/app'"
 	got="$(q -c "SET ROLE lease_upgrade_app" -c "SELECT lease.renew('up/app', $app_token, '10 min')")"
@@ -56,6 +59,10 @@ $after_rows" '[ "$before_rows" = "$after_rows" ]'
 	check "leases_show_value_after_update_from_$from" "SELECT value = 'v1' FROM lease.leases WHERE resource = 'up/election'"
 	check "proclaim_after_update_from_$from" "SELECT lease.proclaim('up/election', $term, 'v2')"
 	check "observe_after_update_from_$from" "SELECT value = 'v2' FROM lease.observe('up/election', $term, 'v1', '1 s')"
+
+	# held exclusively since before the update: a reader waits, a reader of a free resource is granted
+	check "reader_kept_out_by_lock_from_$from" "SELECT lease.acquire_shared('up/own', '1 min', holder => 'reader') IS NULL"
+	check "reader_after_update_from_$from" "SELECT lease.acquire_shared('up/read', '1 min', holder => 'reader') > $max_before"
 
 	# the updated schema equals a fresh install's
 	TESTDB=$db
