@@ -272,6 +272,42 @@ TEST_F(ClientTest, AcquireGivesPositiveTokenAndValidLease)
 	EXPECT_TRUE(admin.is_current(r, lease->token()));
 }
 
+// status shows each grant of a resource with its mode and limit (pg_lease 0.4.0)
+TEST_F(ClientTest, StatusShowsModeAndLimitPerGrant)
+{
+	pglease::Client client{""};
+	auto rw = unique_resource();
+	auto sem = unique_resource();
+	auto shared_opts = opts(10s);
+	shared_opts.mode = pglease::Mode::shared;
+	auto permit_opts = opts(10s);
+	permit_opts.limit = 3;
+	// the no-nested rule is per thread: each grant is taken in a thread of its own
+	auto apart = [](auto fn) { return std::async(std::launch::async, fn).get(); };
+	auto a = apart([&] { return client.acquire(rw, shared_opts); });
+	auto b = apart([&] { return client.acquire(rw, shared_opts); });
+	auto p = apart([&] { return client.acquire(sem, permit_opts); });
+	ASSERT_TRUE(a) << a.error();
+	ASSERT_TRUE(b) << b.error();
+	ASSERT_TRUE(p) << p.error();
+	auto rows = client.status();
+	ASSERT_TRUE(rows) << rows.error();
+	int readers = 0, permits = 0;
+	for (const auto &info : *rows) {
+		if (info.resource == rw) {
+			EXPECT_EQ(info.mode, pglease::Mode::shared);
+			EXPECT_EQ(info.limit, 0u);
+			++readers;
+		} else if (info.resource == sem) {
+			EXPECT_EQ(info.mode, pglease::Mode::exclusive);
+			EXPECT_EQ(info.limit, 3u);
+			++permits;
+		}
+	}
+	EXPECT_EQ(readers, 2) << "each reader is its own grant";
+	EXPECT_EQ(permits, 1);
+}
+
 TEST_F(ClientTest, ContendedAcquireTimesOutWithinItsWait)
 {
 	pglease::Client a{""}, b{""};
