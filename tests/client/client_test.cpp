@@ -171,7 +171,8 @@ TEST(Errors, SqlstateMappingMatchesExtensionHeaderAndReadme)
 	text << header.rdbuf();
 	std::regex re{R"(#define\s+(ERRCODE_LEASE_\w+)\s+MAKE_SQLSTATE\('(.)','(.)','(.)','(.)','(.)'\))"};
 	std::map<std::string, Errc> expected = {{"ERRCODE_LEASE_NOT_HELD", Errc::lost},
-	                                        {"ERRCODE_LEASE_NESTED_WAIT", Errc::nested}};
+	                                        {"ERRCODE_LEASE_NESTED_WAIT", Errc::nested},
+	                                        {"ERRCODE_LEASE_MODE_MISMATCH", Errc::invalid_argument}};
 	int found = 0;
 	std::string s = text.str();
 	for (std::sregex_iterator it{s.begin(), s.end(), re}, end; it != end; ++it) {
@@ -183,7 +184,7 @@ TEST(Errors, SqlstateMappingMatchesExtensionHeaderAndReadme)
 		EXPECT_EQ(pglease::errc_from_sqlstate(code), expected[name]) << name;
 		found++;
 	}
-	EXPECT_EQ(found, 2) << "expected the two pg_lease SQLSTATEs in pg_lease.h";
+	EXPECT_EQ(found, 3) << "expected the three pg_lease SQLSTATEs in pg_lease.h";
 
 	std::ifstream readme{std::string{PGLEASE_SOURCE_DIR} + "/docs/sql.md"};
 	ASSERT_TRUE(readme);
@@ -191,6 +192,7 @@ TEST(Errors, SqlstateMappingMatchesExtensionHeaderAndReadme)
 	rt << readme.rdbuf();
 	std::map<std::string, Errc> table = {{"LS001", Errc::lost},
 	                                     {"LS002", Errc::nested},
+	                                     {"LS003", Errc::invalid_argument},
 	                                     {"22023", Errc::invalid_argument},
 	                                     {"22004", Errc::invalid_argument},
 	                                     {"42501", Errc::permission},
