@@ -10,7 +10,9 @@
 # (SIGKILL; it is started again) or freezes one past its TTL (SIGSTOP, then
 # SIGCONT) every 1-3 s; memory's lock table is its process's own, so its 20
 # clients are threads of one process, without kills or freezes (an
-# abandoned grant, Lease::detach, stands for a dead holder there).  Then
+# abandoned grant, Lease::detach, stands for a dead holder there; memory's
+# clients are also run as processes, which share nothing, and the checker
+# must flag their overlaps: a negative control on real logs).  Then
 # sharing_check.py checks the logs (--fifo where capabilities().fifo_wait).
 # A provider with neither capability must refuse both requests with
 # invalid_argument naming the capability: checked, not skipped.
@@ -116,7 +118,16 @@ for p in "${PROVIDERS[@]}"; do
 	run "$p" "$kinds"
 	ran+=("$p")
 done
+# A negative control on real logs: memory's clients as processes of their own,
+# killed and frozen like the others' -- each has a lock table of its own, so
+# the checker must see writers together with readers.
+URL[memory_processes]="memory:"
+run memory_processes rw,sem
 wait || true
+out="$(python3 "$ROOT/tests/providers/sharing_check.py" --chaos memory_processes "$WORK"/memory_processes.*.log || true)"
+as_expected_violations <<<"$out"
+negative_control sharing_check_flags_unshared_processes "writers held together with readers by processes that share nothing" \
+	'grep -q "^not ok - memory_processes: never a writer together with anyone" <<<"$out"'
 
 for p in "${ran[@]}"; do
 	# shellcheck disable=SC2086 # FLAGS are words
