@@ -221,7 +221,8 @@ client(pglease::Locker &locker, Log &log, const std::string &name, const std::st
 		auto lease = locker.acquire(r.resource, r.options);
 		const long long done = mono_us();
 		if (!lease) {
-			log.line("E %s %s %s %lld\n", id.c_str(), std::string{pglease::to_string(lease.error().code)}.c_str(),
+			log.line("E %s %s %s %lld\n", id.c_str(),
+			         std::string{pglease::to_string(lease.error().code)}.c_str(),
 			         lease.error().sqlstate.empty() ? "-" : lease.error().sqlstate.c_str(), done);
 			std::this_thread::sleep_for(std::chrono::milliseconds{20 + rng() % 100});
 			continue;
@@ -229,7 +230,8 @@ client(pglease::Locker &locker, Log &log, const std::string &name, const std::st
 		const auto left = lease->remaining(); // read before the clock, as in hold()
 		log.line("G %s %lld %lld %lld\n", id.c_str(), static_cast<long long>(lease->token()), done,
 		         mono_us() + left.count() * 1000 + 1000);
-		lease->on_lost([&log, id](const pglease::Error &) { log.line("L %s %lld\n", id.c_str(), mono_us()); });
+		lease->on_lost(
+		    [&log, id](const pglease::Error &) { log.line("L %s %lld\n", id.c_str(), mono_us()); });
 		hold(log, id, *lease, 50 + static_cast<long>(rng() % 600));
 		if (rng() % 20 == 0) {
 			log.line("A %s %lld\n", id.c_str(), mono_us());
@@ -255,8 +257,9 @@ history(const char *url, const char *prefix, const char *name, long seconds, lon
 	const long long end = mono_us() + seconds * 1000000LL;
 	std::vector<std::thread> threads;
 	for (int i = 0; i < clients; ++i)
-		threads.emplace_back(client, std::ref(*locker), std::ref(log), std::string{name} + "-" + std::to_string(i),
-		                     std::string{prefix}, std::string{kinds}, end, ttl_ms);
+		threads.emplace_back(client, std::ref(*locker), std::ref(log),
+		                     std::string{name} + "-" + std::to_string(i), std::string{prefix},
+		                     std::string{kinds}, end, ttl_ms);
 	for (auto &t : threads)
 		t.join();
 	return 0;
