@@ -24,7 +24,9 @@ request's start (R) and that return.  Properties:
     connects; no freeze of A's process meanwhile) must not be granted more
     than GRANT_MARGIN_MS (300) before A was granted or gave up.  In one
     queue only its front is granted, in every mode: a later reader behind
-    a waiting writer, a later permit behind a waiting permit;
+    a waiting writer, a later permit behind a waiting permit.  Without
+    --fifo, still no reader overtook a waiting writer (the same check, A a
+    writer and B a reader): the contract is writer-preferring everywhere;
   - every acquire returned within its wait + GRACE_MS (3000), freezes of
     its process excepted, and every request has an outcome unless its
     process was killed;
@@ -56,6 +58,7 @@ P_WRITER = "never a writer together with anyone"
 P_TOKEN_ONCE = "every token granted once per resource"
 P_TOKEN_ORDER = "tokens increase in grant order"
 P_FIFO = "no waiter overtaken"
+P_WRITER_FIRST = "no reader overtook a waiting writer"
 P_BOUND = "every acquire returned within its wait + grace"
 P_REFUSAL = "every refusal explained"
 P_ERRORS = "no unexpected errors"
@@ -197,11 +200,18 @@ def overlaps(spans, start, end):
     return any(f < end and t > start for f, t in spans)
 
 
-def check_fifo(requests, freezes):
-    """Requests of one resource: B started well after A waited, granted well before A's turn ended."""
+def writer(r):
+    return r.limit == 0 and r.mode == "exclusive"
+
+
+def check_fifo(requests, freezes, writers_only=False):
+    """Requests of one resource: B started well after A waited, granted well
+    before A's turn ended (writers_only: A a writer, B a reader)."""
     waiting = [a for a in requests if a.wait_us > 0 and a.seq > 0 and a.end is not None
-               and (a.granted or a.errc == "timeout") and not overlaps(freezes[a.source], a.start, a.end)]
-    by_start = sorted((r for r in requests if r.granted), key=lambda r: r.start)
+               and (a.granted or a.errc == "timeout") and not overlaps(freezes[a.source], a.start, a.end)
+               and (writer(a) or not writers_only)]
+    by_start = sorted((r for r in requests if r.granted and (r.mode == "shared" or not writers_only)),
+                      key=lambda r: r.start)
     starts = [r.start for r in by_start]
     first = [None] * (len(by_start) + 1)  # first[i]: the earliest granted among by_start[i:]
     for i in range(len(by_start) - 1, -1, -1):
@@ -274,6 +284,10 @@ def main(argv):
             overtaken, checked = check_fifo(rs, freezes)
             bad[P_FIFO] += overtaken
             waiters_checked += checked
+        else:
+            overtaken, checked = check_fifo(rs, freezes, writers_only=True)
+            bad[P_WRITER_FIRST] += overtaken
+            waiters_checked += checked
         waited = sum(1 for g in grants if g.end - g.start > 100000)
         is_rw = all(r.limit == 0 for r in rs)
         writers = sum(1 for g in grants if g.limit == 0 and g.mode == "exclusive")
@@ -294,8 +308,9 @@ def main(argv):
     n_freezes = sum(len(f) for f in freezes.values())
     if "--chaos" in flags and (n_kills < 1 or n_freezes < 1):
         bad[P_VACUOUS].append(f"{n_kills} kills and {n_freezes} freezes (at least one of each expected)")
-    if "--fifo" in flags and by_resource and waiters_checked < 1:
-        bad[P_VACUOUS].append("no waiter to check FIFO order on")
+    any_rw = any(all(r.limit == 0 for r in rs) for rs in by_resource.values())
+    if ("--fifo" in flags or any_rw) and by_resource and waiters_checked < 1:
+        bad[P_VACUOUS].append("no waiter to check the order of grants on")
     bad[P_BOUND] = check_bounds(requests, kills, freezes)
     bad[P_REFUSAL] = check_refusals(requests)
     bad[P_ERRORS] = [f"{r}: {r.errc} {r.sqlstate}" for r in requests if r.errc in ("internal", "nested")]
@@ -313,6 +328,9 @@ def main(argv):
     report.check(P_TOKEN_ORDER, bad[P_TOKEN_ORDER], "every later request got a higher token")
     if "--fifo" in flags:
         report.check(P_FIFO, bad[P_FIFO], f"{waiters_checked} waiters checked against every later request")
+    else:
+        report.check(P_WRITER_FIRST, bad[P_WRITER_FIRST],
+                     f"{waiters_checked} waiting writers checked against every later reader")
     report.check(P_BOUND, bad[P_BOUND], f"outcomes: {dict(sorted(errors.items())) or 'all granted'}")
     report.check(P_REFUSAL, bad[P_REFUSAL], f"{errors['invalid_argument']} mismatched limits refused with LS003")
     report.check(P_ERRORS, bad[P_ERRORS], "none")

@@ -43,7 +43,9 @@ history() {
 	done
 }
 
-check() { python3 "$CHECK" --fifo --chaos planted "$1"/*.log 2>&1; }
+FLAGS="--fifo --chaos"
+# shellcheck disable=SC2086 # FLAGS are words
+check() { python3 "$CHECK" $FLAGS planted "$1"/*.log 2>&1; }
 
 # plant NAME PROPERTY [FILE LINES]... -- the lines must fail PROPERTY and nothing else
 plant() {
@@ -91,6 +93,16 @@ plant reader_overtook_writer "no waiter overtaken" \
 plant try_barged "no waiter overtaken" \
 	c5 "R c5-0:5:2 p/sem exclusive 3 2000 1000000\nG c5-0:5:2 6 2500000 3000000\nU c5-0:5:2 2600000\n" \
 	c6 "R c6-0:8:1 p/sem exclusive 3 0 1400000\nG c6-0:8:1 5 1401000 2000000\nU c6-0:8:1 1450000\n"
+# without FIFO, a reader still must not overtake a waiting writer ...
+FLAGS="--chaos"
+plant reader_overtook_writer_without_fifo "no reader overtook a waiting writer" \
+	c5 "R c5-0:5:2 p/rw exclusive 0 2000 1000000\nE c5-0:5:2 timeout - 3000000\n" \
+	c6 "R c6-0:8:1 p/rw shared 0 2000 1400000\nG c6-0:8:1 50 1500000 2000000\nU c6-0:8:1 1600000\n"
+# ... but a permit may overtake a permit
+allowed try_may_barge_without_fifo \
+	c5 "R c5-0:5:2 p/sem exclusive 3 2000 1000000\nG c5-0:5:2 6 2500000 3000000\nU c5-0:5:2 2600000\n" \
+	c6 "R c6-0:8:1 p/sem exclusive 3 0 1400000\nG c6-0:8:1 5 1401000 2000000\nU c6-0:8:1 1450000\n"
+FLAGS="--fifo --chaos"
 plant slow_acquire "every acquire returned within its wait + grace" \
 	c5 "R c5-0:5:3 p/rw shared 0 500 3000000\nE c5-0:5:3 timeout - 7000000\n"
 plant never_returned "every acquire returned within its wait + grace" \

@@ -13,7 +13,8 @@
 # abandoned grant, Lease::detach, stands for a dead holder there; memory's
 # clients are also run as processes, which share nothing, and the checker
 # must flag their overlaps: a negative control on real logs).  Then
-# sharing_check.py checks the logs (--fifo where capabilities().fifo_wait).
+# sharing_check.py checks the logs (--fifo where capabilities().fifo_wait;
+# elsewhere only that no reader overtook a waiting writer).
 # A provider with neither capability must refuse both requests with
 # invalid_argument naming the capability: checked, not skipped.
 # PostgreSQL is the pg_preload fixture's cluster (PGLEASE_CLUSTER, database
