@@ -96,7 +96,7 @@ documented(const std::string &name)
 	} else if (name == "memory") {
 		c.fencing_token = c.fifo_wait = c.election = c.shared_mode = c.semaphore = true;
 	} else if (name == "redis" || name == "rediss") { // rediss: the same provider over TLS
-		c.distributed = c.fencing_token = c.election = true;
+		c.distributed = c.fencing_token = c.election = c.shared_mode = c.semaphore = true;
 	} else if (name == "redlock") {
 		c.distributed = c.survives_failover = true;
 	} else if (name == "etcd" || name == "zookeeper") {
