@@ -102,6 +102,8 @@ documented(const std::string &name)
 	} else if (name == "etcd" || name == "zookeeper") {
 		c.distributed = c.fencing_token = c.fifo_wait = c.ephemeral = c.durable = c.survives_failover =
 		    c.election = true;
+		if (name == "etcd")
+			c.shared_mode = c.semaphore = true;
 	}
 	return c;
 }
