@@ -103,6 +103,8 @@ documented(const std::string &name)
 		c.distributed = c.fencing_token = c.fifo_wait = c.ephemeral = c.durable = c.survives_failover =
 		    c.election = true;
 	}
+	if (name == "zookeeper")
+		c.shared_mode = c.semaphore = true;
 	return c;
 }
 
