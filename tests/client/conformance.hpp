@@ -105,6 +105,8 @@ documented(const std::string &name)
 		if (name == "etcd")
 			c.shared_mode = c.semaphore = true;
 	}
+	if (name == "zookeeper")
+		c.shared_mode = c.semaphore = true;
 	return c;
 }
 
