@@ -173,8 +173,8 @@ main(int argc, char **argv)
 	            " fairness: most / fewest grants per client |\n|---|---|---|---|\n");
 	for (auto &[name, url] : providers) {
 		const std::string stamp = std::to_string(Clock::now().time_since_epoch().count());
-		Run shared = run(url, 8, seconds, [&](pglease::Locker &l) { return shared_pair(l, "bench/shared/" + stamp); });
-		Run sem = run(url, 16, seconds, [&](pglease::Locker &l) { return permit_round(l, "bench/sem/" + stamp); });
+		Run shared = run(url, 8, seconds, [&](pglease::Locker &l) { return shared_pair(l, "bench-shared-" + stamp); });
+		Run sem = run(url, 16, seconds, [&](pglease::Locker &l) { return permit_round(l, "bench-sem-" + stamp); });
 		std::printf("| %s | %s | %s | %s |\n", name.c_str(), cell_rate(shared).c_str(), cell_rate(sem).c_str(),
 		            cell_fairness(sem).c_str());
 		std::fflush(stdout);

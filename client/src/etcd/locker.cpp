@@ -31,7 +31,7 @@
 //
 // Shared leases and semaphores (docs/shared-leases.md, "etcd") queue in the
 // same prefix, in the key layout of etcd's rwmutex recipe (recipe.RWMutex of
-// client/v3/experimental/recipes): a reader puts "pglease/lock/<resource>/
+// etcd's Go package experimental/recipes): a reader puts "pglease/lock/<resource>/
 // read/<lease id, 20 digits>" and holds once no lock or writer key is older
 // than its own (it watches the latest older one); a lock is the recipe's
 // writer, its key the Mutex key above, and waits for every older key of any
