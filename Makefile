@@ -65,10 +65,12 @@ ha:
 
 # Every provider and baseline, every scenario, one interleaved run (bench/results/latest.{md,json,svg});
 # (its servers on free loopback ports, the clusters on Unix sockets); then the
-# election figures (bench/election.sh: bench/results/election.md)
+# election figures (bench/election.sh: bench/results/election.md) and the shared-lease
+# and semaphore figures (bench/sharing.sh: bench/results/sharing.md)
 bench:
 	bench/run.sh
 	bench/election.sh
+	bench/sharing.sh
 
 bench-quick:
 	bench/run.sh --quick

@@ -1,6 +1,7 @@
 // cli_support.cpp -- the pieces the pglease commands share (cli_support.hpp).
 #include "cli_support.hpp"
 
+#include <charconv>
 #include <iostream>
 #include <sstream>
 
@@ -141,6 +142,28 @@ required(const Args &args, const std::string &name, std::string &error)
 		return {};
 	}
 	return it->second;
+}
+
+void
+sharing_args(const Args &args, pglease::LeaseOptions &options, std::string &error)
+{
+	if (args.has("shared"))
+		options.mode = pglease::Mode::shared;
+	auto it = args.values.find("limit");
+	if (it == args.values.end())
+		return;
+	const std::string &text = it->second;
+	unsigned long limit = 0;
+	const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
+	if (ec != std::errc{} || end != text.data() + text.size() || limit < 1 || limit > pglease::max_limit) {
+		error = "--limit: '" + text + "' is not a whole number from 1 to " + std::to_string(pglease::max_limit);
+		return;
+	}
+	if (options.mode == pglease::Mode::shared) {
+		error = "--shared and --limit do not go together: a semaphore's permits are exclusive";
+		return;
+	}
+	options.limit = static_cast<std::uint32_t>(limit);
 }
 
 } // namespace pglease::cli

@@ -64,6 +64,10 @@ duration_arg(const Args &args, const std::string &name, std::optional<std::chron
              std::string &error);
 // required -- --name's value; "" with error when absent or empty
 [[nodiscard]] std::string required(const Args &args, const std::string &name, std::string &error);
+// sharing_args -- --shared and --limit N into options.mode and .limit (the
+// provider checks that it has them); error when --limit is not 1..max_limit
+// or comes with --shared
+void sharing_args(const Args &args, pglease::LeaseOptions &options, std::string &error);
 
 } // namespace pglease::cli
 

@@ -52,10 +52,13 @@ commands()
 	         {"wait", "DURATION", Need::optional, "how long to wait for the lease (default 0s: try once)"},
 	         {"holder", "LABEL", Need::optional, "the holder's label (default: pglease@HOST:PID:N)"},
 	         {"grace", "DURATION", Need::optional, "after a lost lease, SIGTERM to SIGKILL (default 5s)"},
+	         {"shared", "", Need::optional, "a shared (reader's) lease: many shared holders, no exclusive one"},
+	         {"limit", "N", Need::optional, "a semaphore's permit: at most N holders at once (1 to 10000)"},
 	     },
 	     "-- CMD [ARGS...]",
 	     "CMD runs with PGLEASE_TOKEN and PGLEASE_RESOURCE set while the lease is renewed every TTL/3;\n"
-	     "if the lease is lost, CMD gets SIGTERM, then SIGKILL after --grace.\n"
+	     "if the lease is lost, CMD gets SIGTERM, then SIGKILL after --grace.  Every shared holder and\n"
+	     "every permit is a lease of its own, with its own token (docs/shared-leases.md).\n"
 	     "exit status: CMD's own (128+N if signal N ended it), or 64 usage, 69 unavailable,\n"
 	     "  75 not acquired within --wait, 76 lease lost, 127 CMD cannot run\n"},
 	    {"elect", DsnUse::any, "campaign for leadership, then run a command while leader",
@@ -94,6 +97,8 @@ commands()
 	         {"ttl", "DURATION", Need::required, "the lease's time to live: 250ms, 30s, 5m, 2h"},
 	         {"wait", "DURATION", Need::optional, "how long to wait for the lease (default 0s: try once)"},
 	         {"holder", "LABEL", Need::optional, "the holder's label (default: a new one, printed on stderr)"},
+	         {"shared", "", Need::optional, "a shared (reader's) lease: many shared holders, no exclusive one"},
+	         {"limit", "N", Need::optional, "a semaphore's permit: at most N holders at once (1 to 10000)"},
 	     },
 	     "",
 	     "The lease outlives this command until its TTL ends: renew and release it by its token and\n"

@@ -112,6 +112,9 @@ parse_run(const Args &args, std::string &error)
 	run.lease.wait = *wait;
 	if (auto h = args.values.find("holder"); h != args.values.end())
 		run.lease.holder = h->second;
+	sharing_args(args, run.lease, error);
+	if (!error.empty())
+		return std::nullopt;
 	run.grace = *grace;
 	run.command = args.rest;
 	return run;
@@ -194,6 +197,8 @@ cmd_acquire(const std::string &dsn, const Args &args)
 	std::string resource = required(args, "resource", error);
 	auto ttl = duration_arg(args, "ttl", std::nullopt, error);
 	auto wait = duration_arg(args, "wait", 0ms, error);
+	pglease::LeaseOptions options;
+	sharing_args(args, options, error);
 	if (!error.empty())
 		return usage_error(error, "acquire");
 	int exit_code = 0;
@@ -212,7 +217,6 @@ cmd_acquire(const std::string &dsn, const Args &args)
 		                   "and released by token (" +
 		                       std::string{locker->provider()} + " cannot): use pglease run",
 		                   "acquire");
-	pglease::LeaseOptions options;
 	options.ttl = *ttl;
 	options.wait = *wait;
 	options.auto_renew = false;

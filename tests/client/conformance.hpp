@@ -96,13 +96,17 @@ documented(const std::string &name)
 	} else if (name == "memory") {
 		c.fencing_token = c.fifo_wait = c.election = c.shared_mode = c.semaphore = true;
 	} else if (name == "redis" || name == "rediss") { // rediss: the same provider over TLS
-		c.distributed = c.fencing_token = c.election = true;
+		c.distributed = c.fencing_token = c.election = c.shared_mode = c.semaphore = true;
 	} else if (name == "redlock") {
 		c.distributed = c.survives_failover = true;
 	} else if (name == "etcd" || name == "zookeeper") {
 		c.distributed = c.fencing_token = c.fifo_wait = c.ephemeral = c.durable = c.survives_failover =
 		    c.election = true;
+		if (name == "etcd")
+			c.shared_mode = c.semaphore = true;
 	}
+	if (name == "zookeeper")
+		c.shared_mode = c.semaphore = true;
 	return c;
 }
 

@@ -18,6 +18,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -797,6 +798,181 @@ TEST_F(EtcdLocker, ObserverKeepsReportingWhileEtcdCompactsAtEveryRevision)
 	ASSERT_EQ(seen.size(), 2u) << "the observer went silent: " << ended;
 	EXPECT_TRUE(seen[0].has_leader && seen[0].value == "b");
 	EXPECT_FALSE(seen[1].has_leader);
+}
+
+// ---- shared leases and semaphores in etcd's rwmutex layout ---------------------
+
+// One key under a resource's prefix as etcdctl lists it.
+struct ListedKey {
+	std::string rest; // the key after "pglease/lock/<resource>/"
+	long long create_revision = 0;
+	long long mod_revision = 0;
+	long long lease = 0;
+};
+
+// etcdctl_keys -- `etcdctl get --prefix` of the resource's prefix, oldest first
+std::vector<ListedKey>
+etcdctl_keys(const std::string &resource)
+{
+	const std::string prefix = "pglease/lock/" + resource + "/";
+	Json r = Json::parse(
+	    capture("ETCDCTL_API=3 etcdctl --endpoints=http://127.0.0.1:" + std::to_string(single_port()) +
+	            " get --prefix '" + prefix + "' --sort-by=CREATE --order=ASCEND -w json"),
+	    nullptr, false);
+	std::vector<ListedKey> out;
+	if (!r.is_object() || !r.contains("kvs"))
+		return out;
+	for (const Json &kv : r["kvs"]) {
+		std::string key = capture("printf '%s' '" + kv.value("key", "") + "' | base64 -d");
+		out.push_back(ListedKey{key.substr(std::min(key.size(), prefix.size())),
+		                        kv.value("create_revision", 0LL), kv.value("mod_revision", 0LL),
+		                        kv.value("lease", 0LL)});
+	}
+	return out;
+}
+
+bool
+matches(const std::string &s, const std::string &pattern)
+{
+	return std::regex_match(s, std::regex(pattern));
+}
+
+TEST_F(EtcdLocker, ReadersAndAWaitingWriterLieInTheRwmutexRecipesLayout)
+{
+	auto r = unique_resource();
+	auto shared = opts(10s);
+	shared.mode = pglease::Mode::shared;
+	auto a = in_other_thread([&] { return locker->acquire(r, shared); });
+	auto b = in_other_thread([&] { return locker->acquire(r, shared); });
+	ASSERT_TRUE(a) << a.error();
+	ASSERT_TRUE(b) << b.error();
+	auto writer = std::async(std::launch::async, [&] { return locker->acquire(r, opts(10s, 15s)); });
+	ASSERT_TRUE(eventually([&] { return etcdctl_keys(r).size() == 3; }, 5s, 100ms))
+	    << "the writer did not queue";
+	auto keys = etcdctl_keys(r);
+	ASSERT_EQ(keys.size(), 3u);
+	// the recipe's readers: "read/<n>"; the writer: today's lock key (concurrency.Mutex's)
+	EXPECT_TRUE(matches(keys[0].rest, "read/[0-9]{20}")) << keys[0].rest;
+	EXPECT_TRUE(matches(keys[1].rest, "read/[0-9]{20}")) << keys[1].rest;
+	EXPECT_TRUE(matches(keys[2].rest, "[0-9a-f]{16}")) << keys[2].rest;
+	EXPECT_EQ(keys[0].create_revision, a->token()) << "a reader's token is its key's create revision";
+	EXPECT_EQ(keys[1].create_revision, b->token());
+	for (const auto &k : keys) {
+		EXPECT_NE(k.lease, 0) << k.rest << " is not under a lease";
+		EXPECT_EQ(k.mod_revision, k.create_revision) << k.rest << " was changed after its put";
+	}
+	EXPECT_NE(keys[0].lease, keys[1].lease) << "two readers share one etcd lease";
+	EXPECT_EQ(writer.wait_for(0s), std::future_status::timeout) << "the writer was granted beside readers";
+	ASSERT_TRUE(a->release());
+	EXPECT_EQ(writer.wait_for(500ms), std::future_status::timeout)
+	    << "the writer was granted beside a reader";
+	ASSERT_TRUE(b->release());
+	ASSERT_EQ(writer.wait_for(10s), std::future_status::ready)
+	    << "the writer was not granted after the readers";
+	auto w = writer.get();
+	ASSERT_TRUE(w) << w.error();
+	EXPECT_EQ(w->token(), keys[2].create_revision);
+	ASSERT_TRUE(w->release());
+	EXPECT_TRUE(etcdctl_keys(r).empty()) << "released grants left keys behind";
+}
+
+// recipe_key -- a key put as recipe.RWMutex puts it: under a lease of its
+// own, valueless, only if absent; its create revision
+long long
+recipe_key(const std::string &key)
+{
+	Json lease = gateway(single_port(), "/v3/lease/grant", Json{{"TTL", "30"}});
+	Json k = b64(key);
+	Json txn = {
+	    {"compare",
+	     Json::array({{{"key", k}, {"target", "VERSION"}, {"result", "EQUAL"}, {"version", "0"}}})},
+	    {"success",
+	     Json::array({{{"request_put", {{"key", k}, {"value", ""}, {"lease", lease.value("ID", "0")}}}}})}};
+	Json r = gateway(single_port(), "/v3/kv/txn", txn);
+	if (!r.is_object() || !r.value("succeeded", false))
+		return 0;
+	return std::stoll(r["header"].value("revision", "0"));
+}
+
+// recipe_waits_for -- the key recipe.RWMutex's writer of create revision
+// `rev` waits for (waitOnLastRev: the prefix's key of the highest mod
+// revision below its own); empty when it holds
+std::string
+recipe_writer_waits_for(const std::string &resource, long long rev)
+{
+	Json body = prefix_range(resource);
+	body["sort_target"] = "MOD";
+	body["sort_order"] = "DESCEND";
+	body["limit"] = "1";
+	body["max_mod_revision"] = std::to_string(rev - 1);
+	body["keys_only"] = true;
+	Json r = gateway(single_port(), "/v3/kv/range", body);
+	if (!r.is_object() || !r.contains("kvs") || r["kvs"].empty())
+		return "";
+	return capture("printf '%s' '" + r["kvs"][0].value("key", "") + "' | base64 -d");
+}
+
+TEST_F(EtcdLocker, TheRwmutexRecipesWriterAndPgleaseReadersExcludeEachOther)
+{
+	auto r = unique_resource();
+	const std::string prefix = "pglease/lock/" + r + "/";
+	// the recipe's writer first: pglease readers and locks wait for it
+	const std::string write_key = prefix + "write/" + capture("date +%s%N | tr -d '\\n'");
+	long long write_rev = recipe_key(write_key);
+	ASSERT_GT(write_rev, 0);
+	auto shared = opts(10s);
+	shared.mode = pglease::Mode::shared;
+	auto reader = in_other_thread([&] { return locker->try_acquire(r, shared); });
+	ASSERT_FALSE(reader) << "a reader was granted beside the recipe's writer";
+	EXPECT_EQ(reader.error().code, Errc::timeout) << reader.error();
+	auto lock = in_other_thread([&] { return locker->try_acquire(r, opts(10s)); });
+	ASSERT_FALSE(lock) << "a lock was granted beside the recipe's writer";
+	EXPECT_EQ(lock.error().code, Errc::timeout) << lock.error();
+	shared.wait = 10s;
+	auto queued = std::async(std::launch::async, [&] { return locker->acquire(r, shared); });
+	EXPECT_EQ(queued.wait_for(500ms), std::future_status::timeout);
+	capture("ETCDCTL_API=3 etcdctl --endpoints=http://127.0.0.1:" + std::to_string(single_port()) + " del '" +
+	        write_key + "'");
+	ASSERT_EQ(queued.wait_for(10s), std::future_status::ready)
+	    << "the reader was not granted after the writer";
+	auto held = queued.get();
+	ASSERT_TRUE(held) << held.error();
+	EXPECT_GT(held->token(), write_rev);
+	// a recipe writer arriving now waits for the pglease reader's key
+	const std::string second = prefix + "write/" + capture("date +%s%N | tr -d '\\n'");
+	long long second_rev = recipe_key(second);
+	ASSERT_GT(second_rev, 0);
+	auto waited = recipe_writer_waits_for(r, second_rev);
+	EXPECT_TRUE(matches(waited, prefix + "read/[0-9]{20}"))
+	    << "the recipe's writer would wait for '" << waited << "'";
+	// and a pglease lock queues behind it
+	auto behind = in_other_thread([&] { return locker->try_acquire(r, opts(10s)); });
+	EXPECT_FALSE(behind) << "a lock was granted beside a reader and the recipe's writer";
+	ASSERT_TRUE(held->release());
+	EXPECT_EQ(recipe_writer_waits_for(r, second_rev), "") << "the recipe's writer still waits";
+	capture("ETCDCTL_API=3 etcdctl --endpoints=http://127.0.0.1:" + std::to_string(single_port()) + " del '" +
+	        second + "'");
+}
+
+TEST_F(EtcdLocker, PermitKeysNameTheirLimitAndAMismatchLeavesNoKey)
+{
+	auto r = unique_resource();
+	auto permit = opts(10s);
+	permit.limit = 2;
+	auto a = in_other_thread([&] { return locker->acquire(r, permit); });
+	ASSERT_TRUE(a) << a.error();
+	auto keys = etcdctl_keys(r);
+	ASSERT_EQ(keys.size(), 1u);
+	EXPECT_TRUE(matches(keys[0].rest, "permit/2/[0-9]{20}")) << keys[0].rest;
+	EXPECT_EQ(keys[0].create_revision, a->token());
+	auto other = permit;
+	other.limit = 3;
+	auto refused = in_other_thread([&] { return locker->acquire(r, other); });
+	ASSERT_FALSE(refused) << "limit 3 granted beside limit 2";
+	EXPECT_EQ(refused.error().code, Errc::invalid_argument) << refused.error();
+	EXPECT_EQ(refused.error().sqlstate, "LS003") << refused.error();
+	EXPECT_EQ(etcdctl_keys(r).size(), 1u) << "the refused request left its key";
+	ASSERT_TRUE(a->release());
 }
 
 // leader_port -- the client port of the cluster's leader, 0 if none answers

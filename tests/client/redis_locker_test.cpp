@@ -244,6 +244,8 @@ TEST_F(RedisLocker, connect_gives_the_redis_locker_with_its_documented_capabilit
 	EXPECT_FALSE(c.ephemeral);
 	EXPECT_FALSE(c.durable);
 	EXPECT_FALSE(c.survives_failover);
+	EXPECT_TRUE(c.shared_mode);
+	EXPECT_TRUE(c.semaphore);
 }
 
 TEST_F(RedisLocker, contended_then_released_then_higher_token)
@@ -697,6 +699,162 @@ TEST_F(RedisLocker, acquire_timed_out_on_a_frozen_server_leaves_no_lasting_lock)
 	std::cout << "frozen try_acquire: " << took << " ms; the resource was free again " << free_after
 	          << " ms after the thaw (grace " << grace << " ms)\n";
 }
+
+// ---- redis://: shared leases and semaphores (docs/shared-leases.md, "Redis") ----
+
+namespace {
+
+pglease::LeaseOptions
+reader(milliseconds ttl, milliseconds wait = 0ms)
+{
+	auto o = opts(ttl, wait);
+	o.mode = pglease::Mode::shared;
+	return o;
+}
+
+} // namespace
+
+// the layout the banner documents: readers are members of a sorted set at
+// the lock key, which goes with the last of them
+TEST_F(RedisLocker, shared_grants_are_members_of_a_sorted_set_at_the_lock_key_that_goes_with_the_last)
+{
+	const std::string lock = "pglease:lock:" + resource();
+	auto ra = reader(10s);
+	ra.holder = "ra";
+	auto rb = reader(10s);
+	rb.holder = "rb";
+	auto a = in_other_thread([&] { return locker->acquire(resource(), ra); });
+	auto b = in_other_thread([&] { return locker->acquire(resource(), rb); });
+	ASSERT_TRUE(a) << a.error();
+	ASSERT_TRUE(b) << b.error();
+	auto type = server.raw({"TYPE", lock});
+	ASSERT_TRUE(type) << type.error();
+	EXPECT_EQ(type->text, "zset");
+	for (auto [token, holder] : {std::pair{a->token(), "ra"}, std::pair{b->token(), "rb"}}) {
+		auto score = server.raw({"ZSCORE", lock, std::to_string(token) + ":" + holder});
+		ASSERT_TRUE(score) << score.error();
+		EXPECT_TRUE(score->is_string()) << "no member for token " << token;
+	}
+	auto kind = server.raw({"ZSCORE", lock, "=shared"});
+	ASSERT_TRUE(kind) << kind.error();
+	EXPECT_EQ(kind->text, "inf");
+	ASSERT_TRUE(a->release());
+	EXPECT_TRUE(server.exists(lock)) << "the set went while a reader held";
+	ASSERT_TRUE(b->release());
+	EXPECT_FALSE(server.exists(lock)) << "the set outlived its last grant";
+	auto w = in_other_thread([&] { return locker->try_acquire(resource(), opts(10s)); });
+	ASSERT_TRUE(w) << w.error();
+	EXPECT_GT(w->token(), std::max(a->token(), b->token()));
+}
+
+// a writer whose wait is over takes its mark back: a reader right after it
+// is granted, not held back for the mark's 3 s
+TEST_F(RedisLocker, a_writer_that_stops_waiting_takes_its_mark_back)
+{
+	auto first = in_other_thread([&] { return locker->acquire(resource(), reader(10s)); });
+	ASSERT_TRUE(first) << first.error();
+	auto writer = in_other_thread([&] { return locker->acquire(resource(), opts(10s, 400ms)); });
+	ASSERT_FALSE(writer) << "a writer was granted beside a reader";
+	EXPECT_EQ(writer.error().code, Errc::timeout) << writer.error();
+	auto marks = server.raw({"ZRANGEBYLEX", "pglease:lock:" + resource(), "[=w:", "[=w:\xff"});
+	ASSERT_TRUE(marks && marks->is_array()) << "ZRANGEBYLEX";
+	EXPECT_TRUE(marks->elements.empty()) << "the writer's mark outlived its wait";
+	auto second = in_other_thread([&] { return locker->try_acquire(resource(), reader(10s)); });
+	EXPECT_TRUE(second) << "a reader was held back by a writer no longer waiting: " << second.error();
+}
+
+// a writer that died waiting holds readers back until its mark expires
+// (3 s after its last poll), then no longer
+TEST_F(RedisLocker, a_dead_writers_mark_expires_and_readers_are_granted_again)
+{
+	auto first = in_other_thread([&] { return locker->acquire(resource(), reader(10s)); });
+	ASSERT_TRUE(first) << first.error();
+	const std::string lock = "pglease:lock:" + resource();
+	auto time = server.raw({"TIME"});
+	ASSERT_TRUE(time && time->is_array() && time->elements.size() == 2);
+	auto now_ms = std::stoll(time->elements[0].text) * 1000 + std::stoll(time->elements[1].text) / 1000;
+	auto added = server.raw({"ZADD", lock, std::to_string(now_ms + 1500), "=w:ghost"});
+	ASSERT_TRUE(added && added->is_integer() && added->integer == 1);
+	auto held_back = in_other_thread([&] { return locker->try_acquire(resource(), reader(10s)); });
+	ASSERT_FALSE(held_back) << "a reader was granted while a writer's mark lived";
+	EXPECT_EQ(held_back.error().code, Errc::timeout) << held_back.error();
+	auto t0 = std::chrono::steady_clock::now();
+	auto later = in_other_thread([&] { return locker->acquire(resource(), reader(10s, 5s)); });
+	ASSERT_TRUE(later) << "the reader was not granted after the mark expired: " << later.error();
+	EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "granted long after the mark expired";
+	EXPECT_GT(later->token(), first->token());
+}
+
+TEST_F(RedisLocker, token_level_calls_act_on_one_shared_grant_and_its_holder_only)
+{
+	auto o = reader(3s);
+	o.auto_renew = false;
+	o.holder = "alice";
+	auto alice = locker->acquire(resource(), o);
+	ASSERT_TRUE(alice) << alice.error();
+	o.holder = "bob";
+	auto bob = in_other_thread([&] { return locker->acquire(resource(), o); });
+	ASSERT_TRUE(bob) << bob.error();
+	const auto token = alice->detach();
+	auto as_bob = locker->renew(resource(), token, "bob", 60s);
+	ASSERT_TRUE(as_bob) << as_bob.error();
+	EXPECT_FALSE(*as_bob) << "renewed alice's grant as bob";
+	auto renewed = locker->renew(resource(), token, "alice", 60s);
+	ASSERT_TRUE(renewed) << renewed.error();
+	EXPECT_TRUE(*renewed);
+	auto by_token = locker->renew(resource(), token, 60s);
+	ASSERT_TRUE(by_token) << by_token.error();
+	EXPECT_TRUE(*by_token);
+	auto released = locker->release(resource(), token, "alice");
+	ASSERT_TRUE(released) << released.error();
+	EXPECT_TRUE(*released);
+	auto again = locker->release(resource(), token);
+	ASSERT_TRUE(again) << again.error();
+	EXPECT_FALSE(*again) << "released twice";
+	EXPECT_TRUE(bob->valid()) << "alice's release ended bob's grant";
+	auto w = in_other_thread([&] { return locker->try_acquire(resource(), opts(10s)); });
+	ASSERT_FALSE(w) << "a writer was granted beside bob";
+	ASSERT_TRUE(bob->release());
+	w = in_other_thread([&] { return locker->try_acquire(resource(), opts(10s)); });
+	EXPECT_TRUE(w) << w.error();
+}
+
+// the same holder asking again keeps its grant in its own mode and limit;
+// in another it is LS003, and nothing changes
+TEST_F(RedisLocker, the_same_holder_in_another_mode_or_limit_is_ls003)
+{
+	auto o = reader(10s);
+	o.holder = "carol";
+	auto shared = locker->acquire(resource(), o);
+	ASSERT_TRUE(shared) << shared.error();
+	auto again = in_other_thread([&] { return locker->acquire(resource(), o); });
+	ASSERT_TRUE(again) << again.error();
+	EXPECT_EQ(again->token(), shared->token()) << "the same holder got a new grant";
+	(void)again->detach();
+	auto as_lock = opts(10s);
+	as_lock.holder = "carol";
+	auto as_permit = opts(10s);
+	as_permit.holder = "carol";
+	as_permit.limit = 2;
+	for (const auto &other : {as_lock, as_permit}) {
+		auto refused = in_other_thread([&] { return locker->acquire(resource(), other); });
+		ASSERT_FALSE(refused) << "limit " << other.limit << " granted to a reader";
+		EXPECT_EQ(refused.error().code, Errc::invalid_argument) << refused.error();
+		EXPECT_EQ(refused.error().sqlstate, "LS003") << refused.error();
+		EXPECT_NE(refused.error().message.find("own grant"), std::string::npos) << refused.error();
+	}
+	EXPECT_TRUE(shared->valid());
+	ASSERT_TRUE(shared->release());
+	// a lock's holder asking for a shared grant
+	as_lock.holder = "dave";
+	auto lock = locker->acquire(resource(), as_lock);
+	ASSERT_TRUE(lock) << lock.error();
+	o.holder = "dave";
+	auto refused = in_other_thread([&] { return locker->acquire(resource(), o); });
+	ASSERT_FALSE(refused);
+	EXPECT_EQ(refused.error().sqlstate, "LS003") << refused.error();
+}
+
 
 // ---- redlock:// -----------------------------------------------------------------
 

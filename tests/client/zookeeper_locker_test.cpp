@@ -32,6 +32,9 @@
 #include <vector>
 #include <iostream>
 #include <climits>
+#include <cctype>
+#include <cstdio>
+#include <regex>
 
 #include <gtest/gtest.h>
 
@@ -157,7 +160,7 @@ TEST_F(ZookeeperLocker, CapabilitiesAndProviderName)
 {
 	auto c = locker->capabilities();
 	EXPECT_TRUE(c.distributed && c.fencing_token && c.fifo_wait && c.ephemeral && c.durable &&
-	            c.survives_failover && c.election);
+	            c.survives_failover && c.election && c.shared_mode && c.semaphore);
 	EXPECT_FALSE(c.fenced_write);
 	EXPECT_EQ(locker->provider(), "ZooKeeper");
 }
@@ -786,3 +789,90 @@ TEST_F(ZookeeperLocker, UrlParserRefusesMalformedHostsAndNeverEchoesAPassword)
 }
 
 } // namespace
+
+namespace {
+
+// zk_cli -- the last line of a zkCli.sh command on the standalone server
+// (ls: "[a, b]"; get: the data)
+std::string
+zk_cli(const std::string &command)
+{
+	auto out =
+	    capture("/usr/share/zookeeper/bin/zkCli.sh -server 127.0.0.1:" + std::to_string(standalone_port()) +
+	            " " + command + " 2>/dev/null | tail -1");
+	while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
+		out.pop_back();
+	return out;
+}
+
+// folder_of -- where the provider keeps resource's nodes (target.hpp)
+std::string
+folder_of(const std::string &resource)
+{
+	std::string out = "/pglease/";
+	for (char c : resource) {
+		if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') {
+			out += c;
+		} else {
+			char hex[4];
+			std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+			out += hex;
+		}
+	}
+	return out;
+}
+
+// nodes_named -- the names of an ls line that are marker + 10 digits after a
+// GUID prefix: each one's sequence number and prefix ("_c_<guid>-")
+std::vector<std::pair<long long, std::string>>
+nodes_named(const std::string &ls, const std::string &marker)
+{
+	std::vector<std::pair<long long, std::string>> out;
+	std::regex node{"(_c_[0-9a-f]{32}-)" + marker + "([0-9]{10})"};
+	for (std::sregex_iterator it{ls.begin(), ls.end(), node}, end; it != end; ++it)
+		out.emplace_back(std::stoll((*it)[2].str()), (*it)[1].str());
+	return out;
+}
+
+} // namespace
+
+// Curator's layouts (docs/shared-leases.md, "ZooKeeper"): a writer queues
+// InterProcessMutex's "lock-" node and InterProcessReadWriteLock's "__WRIT__"
+// node with consecutive sequence numbers (one transaction, one GUID), a
+// reader one "__READ__" node, a permit one "lease-" node under "leases",
+// whose data is the limit, and its "locks" mutex is left empty.
+TEST_F(ZookeeperLocker, EachModeQueuesCuratorsNodeNames)
+{
+	auto r = resource();
+	auto writer = locker->acquire(r, opts(10s));
+	ASSERT_TRUE(writer) << writer.error();
+	auto listed = zk_cli("ls " + folder_of(r));
+	auto locks = nodes_named(listed, "lock-");
+	auto writes = nodes_named(listed, "__WRIT__");
+	ASSERT_EQ(locks.size(), 1u) << listed;
+	ASSERT_EQ(writes.size(), 1u) << listed;
+	EXPECT_EQ(writes[0].first, locks[0].first + 1) << "not created in one transaction: " << listed;
+	EXPECT_EQ(writes[0].second, locks[0].second) << "one GUID for both: " << listed;
+	ASSERT_TRUE(writer->release());
+
+	auto reader_opts = opts(10s);
+	reader_opts.mode = pglease::Mode::shared;
+	auto reader = locker->acquire(r, reader_opts);
+	ASSERT_TRUE(reader) << reader.error();
+	listed = zk_cli("ls " + folder_of(r));
+	EXPECT_EQ(nodes_named(listed, "__READ__").size(), 1u) << listed;
+	EXPECT_TRUE(nodes_named(listed, "lock-").empty() && nodes_named(listed, "__WRIT__").empty()) << listed;
+	ASSERT_TRUE(reader->release());
+
+	auto s = r + "-semaphore";
+	auto permit_opts = opts(10s);
+	permit_opts.limit = 3;
+	auto permit = locker->acquire(s, permit_opts);
+	ASSERT_TRUE(permit) << permit.error();
+	listed = zk_cli("ls " + folder_of(s) + "/leases");
+	EXPECT_EQ(nodes_named(listed, "lease-").size(), 1u) << listed;
+	EXPECT_EQ(zk_cli("get " + folder_of(s) + "/leases"), "3");
+	EXPECT_EQ(zk_cli("ls " + folder_of(s) + "/locks"), "[]") << "the mutex is left once the lease is taken";
+	ASSERT_TRUE(permit->release());
+	EXPECT_EQ(zk_cli("ls " + folder_of(s) + "/leases"), "[]");
+}

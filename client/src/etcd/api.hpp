@@ -72,6 +72,74 @@ is_lock_key(std::string_view key, std::string_view prefix)
 	return true;
 }
 
+// The keys a resource's prefix P may hold (docs/shared-leases.md, "etcd"):
+// P<lease id in hex> a lock, the layout of concurrency.Mutex (etcdctl lock),
+// and the writer of the reader-writer layout; P"read/<n>" and P"write/<n>"
+// readers and writers of etcd's rwmutex recipe (recipe.RWMutex: n is its
+// UnixNano, 19 digits; pglease's readers write n = the lease ID as 20
+// digits); P"permit/<limit>/<lease id as 20 digits>" a semaphore's permit.
+// More than 16 digits after "read/", "write/" and the limit keep them apart
+// from the lock keys of nested names ("a/read" locks "P read/<hex>").
+enum class KeyKind { lock, reader, writer, permit };
+
+struct KeyShape {
+	KeyKind kind = KeyKind::lock;
+	std::uint32_t limit = 0; // a permit's
+};
+
+// decimal_run -- s is a run of lo..hi decimal digits
+inline bool
+decimal_run(std::string_view s, std::size_t lo, std::size_t hi)
+{
+	if (s.size() < lo || s.size() > hi)
+		return false;
+	return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// shape_of -- what the key of the queue at prefix is; nullopt: not a key of
+// this queue (another name's, or not a recipe's)
+inline std::optional<KeyShape>
+shape_of(std::string_view key, std::string_view prefix)
+{
+	if (key.substr(0, prefix.size()) != prefix)
+		return std::nullopt;
+	if (is_lock_key(key, prefix))
+		return KeyShape{KeyKind::lock, 0};
+	std::string_view rest = key.substr(prefix.size());
+	auto after = [&](std::string_view head) {
+		return rest.substr(0, head.size()) == head ? rest.substr(head.size()) : std::string_view{};
+	};
+	if (decimal_run(after("read/"), 17, 20))
+		return KeyShape{KeyKind::reader, 0};
+	if (decimal_run(after("write/"), 17, 20))
+		return KeyShape{KeyKind::writer, 0};
+	std::string_view permit = after("permit/");
+	auto slash = permit.find('/');
+	if (slash == std::string_view::npos || !decimal_run(permit.substr(slash + 1), 20, 20) ||
+	    !decimal_run(permit.substr(0, slash), 1, 5) || permit[0] == '0')
+		return std::nullopt;
+	std::uint32_t limit = 0;
+	for (char c : permit.substr(0, slash))
+		limit = limit * 10 + static_cast<std::uint32_t>(c - '0');
+	return KeyShape{KeyKind::permit, limit};
+}
+
+// shaped_key -- the key a grant of that shape queues under its lease
+inline std::string
+shaped_key(const std::string &prefix, KeyShape shape, std::int64_t lease)
+{
+	char digits[21];
+	std::snprintf(digits, sizeof digits, "%020" PRIu64, static_cast<std::uint64_t>(lease));
+	switch (shape.kind) {
+	case KeyKind::reader:
+		return prefix + "read/" + digits;
+	case KeyKind::permit:
+		return prefix + "permit/" + std::to_string(shape.limit) + "/" + digits;
+	default:
+		return prefix + lease_hex(lease, true);
+	}
+}
+
 // too_large -- a reply that means the request can never succeed because of its
 // size: gRPC's own limit answers RESOURCE_EXHAUSTED ("received message larger
 // than max"), etcd's INVALID_ARGUMENT ("etcdserver: request is too large");
@@ -252,6 +320,7 @@ public:
 		std::int64_t create_revision = 0;
 		std::int64_t lease = 0;
 		std::string value; // the holder label; read only when asked for
+		KeyShape shape;
 	};
 	struct Range {
 		std::vector<Kv> kvs; // lock keys of the resource only
@@ -260,9 +329,9 @@ public:
 
 	// lock_keys -- the keys of the queue at prefix created in [min_rev,
 	// max_rev] (0: open), with their values (holder labels, proclamations)
-	// if with_values
+	// if with_values; lock keys only, or (shared_layout) every shape
 	Result<Range> lock_keys(const std::string &prefix, std::int64_t min_rev, std::int64_t max_rev,
-	                        Clock::time_point deadline, bool with_values = false)
+	                        Clock::time_point deadline, bool with_values = false, bool shared_layout = false)
 	{
 		Json request = {{"key", base64_encode(prefix)},
 		                {"range_end", base64_encode(prefix_end(prefix))},
@@ -280,9 +349,11 @@ public:
 		out.revision = int64_of(r->body.value("header", Json::object()), "revision");
 		for (const Json &kv : r->body.value("kvs", Json::array())) {
 			std::string key = base64_decode(kv.value("key", ""));
-			if (is_lock_key(key, prefix))
+			auto shape = shape_of(key, prefix);
+			if (shape && (shared_layout || shape->kind == KeyKind::lock))
 				out.kvs.push_back(Kv{std::move(key), int64_of(kv, "create_revision"), int64_of(kv, "lease"),
-				                     with_values ? base64_decode(kv.value("value", "")) : std::string{}});
+				                     with_values ? base64_decode(kv.value("value", "")) : std::string{},
+				                     *shape});
 		}
 		return out;
 	}
@@ -347,7 +418,7 @@ public:
 			return all;
 		}
 		out.kvs.push_back(Kv{std::move(key), int64_of(kvs[0], "create_revision"), int64_of(kvs[0], "lease"),
-		                     base64_decode(kvs[0].value("value", ""))});
+		                     base64_decode(kvs[0].value("value", "")), KeyShape{}});
 		return out;
 	}
 

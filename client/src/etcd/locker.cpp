@@ -29,6 +29,23 @@
 // answer was lost leaves the key under the full TTL (the client revokes both
 // leases, best effort).
 //
+// Shared leases and semaphores (docs/shared-leases.md, "etcd") queue in the
+// same prefix, in the key layout of etcd's rwmutex recipe (recipe.RWMutex of
+// etcd's Go package experimental/recipes): a reader puts "pglease/lock/<resource>/
+// read/<lease id, 20 digits>" and holds once no lock or writer key is older
+// than its own (it watches the latest older one); a lock is the recipe's
+// writer, its key the Mutex key above, and waits for every older key of any
+// shape, the recipe's "write/<n>" writers included.  A permit of a
+// semaphore of N puts ".../permit/<N>/<lease id, 20 digits>" and holds once
+// fewer than N permit keys are older (it watches the prefix: a release
+// wakes the semaphore's waiters, each one range read).  The limit is in
+// every permit key's name, so each request sees it: one that names another
+// limit than the oldest key of the resource (its grants, or with none its
+// first waiter; a lock and a reader name 0) is refused with LS003 and its key
+// revoked.  Readers' and permits' keys are put under a lease of their full
+// TTL and never moved (the recipe compares mod revisions, which a move
+// changes).
+//
 // Time: every call has one deadline: statement_grace for renew, release and
 // the token calls; wait + statement_grace for acquire, each of its requests
 // bounded by a statement_grace of its own within it.  The gateway shares a
@@ -86,13 +103,80 @@ struct LockKey {
 Result<bool>
 still_there(Api &api, const LockKey &lock, Clock::time_point deadline)
 {
-	auto range = api.lock_keys(lock.prefix, lock.revision, lock.revision, deadline);
+	auto range = api.lock_keys(lock.prefix, lock.revision, lock.revision, deadline, false, true);
 	if (!range)
 		return range.error();
 	for (const auto &kv : range->kvs)
 		if (kv.key == lock.key)
 			return true;
 	return false;
+}
+
+// blocker -- the key `mine` must outlast before it holds, of the keys of
+// its queue created before it; nullptr: it holds now.  A lock (a writer)
+// waits for every key ahead; a reader for every key ahead but readers; a
+// permit for every key ahead but permits of its own limit, and for those
+// only once `limit` of them are ahead.  For a reader and a lock: the latest
+// such key, the one just before it (no herd).
+const Api::Kv *
+blocker(const std::vector<Api::Kv> &queue, const Api::Kv &mine)
+{
+	const Api::Kv *latest = nullptr;
+	std::uint32_t permits_ahead = 0;
+	bool other_ahead = false;
+	for (const auto &kv : queue) {
+		if (kv.create_revision >= mine.create_revision)
+			continue;
+		bool blocks = true;
+		if (mine.shape.kind == KeyKind::reader) {
+			blocks = kv.shape.kind != KeyKind::reader;
+		} else if (mine.shape.kind == KeyKind::permit) {
+			if (kv.shape.kind == KeyKind::permit && kv.shape.limit == mine.shape.limit)
+				++permits_ahead;
+			else
+				other_ahead = true;
+		}
+		if (blocks && (!latest || kv.create_revision > latest->create_revision))
+			latest = &kv;
+	}
+	if (mine.shape.kind == KeyKind::permit && !other_ahead && permits_ahead < mine.shape.limit)
+		return nullptr;
+	return latest;
+}
+
+// limit_of -- the limit a key's grant names: a permit's, 0 for the others
+std::uint32_t
+limit_of(KeyShape shape)
+{
+	return shape.kind == KeyKind::permit ? shape.limit : 0;
+}
+
+// sharing_of -- what a limit makes of a resource, for LS003's message
+std::string
+sharing_of(std::uint32_t limit)
+{
+	return limit == 0 ? std::string{"a lock (exclusive or shared)"}
+	                  : "a semaphore of " + std::to_string(limit) + " permits";
+}
+
+// mismatch -- the first key of the queue (the resource's current grants, or
+// with none its first waiter) names another limit than `mine`: refused with
+// LS003 (docs/shared-leases.md).  Every request compares itself with the
+// same first key, so keys of two limits are never granted together; a key
+// that raced past the check (the first key went between) still waits for
+// every key ahead of another limit (blocker).
+std::optional<Error>
+mismatch(std::string_view resource, const std::vector<Api::Kv> &queue, const Api::Kv &mine)
+{
+	const Api::Kv *first = &mine;
+	for (const auto &kv : queue)
+		if (kv.create_revision < first->create_revision)
+			first = &kv;
+	if (limit_of(first->shape) == limit_of(mine.shape))
+		return std::nullopt;
+	return Error{Errc::invalid_argument, "LS003",
+	             "lease \"" + std::string(resource) + "\" is " + sharing_of(limit_of(first->shape)) +
+	                 ", and this request asks for " + sharing_of(limit_of(mine.shape))};
 }
 
 // LeasePool -- the etcd leases of cleanly released grants (their lock key
@@ -251,8 +335,9 @@ public:
 	{
 		Capabilities c;
 		c.distributed = c.fencing_token = c.fifo_wait = c.ephemeral = c.durable = c.survives_failover = true;
-		c.election = true; // etcd/election.cpp
-		return c;          // fenced_write: etcd checks no token on the data's store
+		c.election = true;                  // etcd/election.cpp
+		c.shared_mode = c.semaphore = true; // docs/shared-leases.md, "etcd"
+		return c;                           // fenced_write: etcd checks no token on the data's store
 	}
 	std::string_view provider() const noexcept override { return "etcd"; }
 
@@ -323,7 +408,12 @@ protected:
 			    Errc::invalid_argument, "",
 			    "the etcd provider offers Strategy::lease and ephemeral (an etcd lease), no advisory locks"};
 		// acquire() turns a throw into Errc::internal
-		return take(queue_prefix(lock_prefix_, resource), resource, options, holder, heartbeat, true);
+		Shape shape;
+		shape.key.kind = options.limit > 0              ? KeyKind::permit
+		                 : options.mode == Mode::shared ? KeyKind::reader
+		                                                : KeyKind::lock;
+		shape.key.limit = options.limit;
+		return take(queue_prefix(lock_prefix_, resource), resource, options, holder, heartbeat, shape);
 	}
 
 	// An election is a queue in concurrency.Election's layout: the key's
@@ -336,8 +426,10 @@ protected:
 			return Error{Errc::invalid_argument, "",
 			             "the etcd provider campaigns with Strategy::lease and ephemeral (an etcd lease), no "
 			             "advisory locks"};
+		Shape shape;
+		shape.padded = shape.shared_layout = false;
 		return take(queue_prefix(election_prefix_, election), election, options, std::string{value},
-		            heartbeat, false);
+		            heartbeat, shape);
 	}
 	Result<LeaderView> read_leader(std::string_view election) override
 	{
@@ -360,14 +452,13 @@ private:
 	                          Clock::time_point deadline)
 	{
 		const std::string prefix = queue_prefix(lock_prefix_, resource);
-		auto range = api_->lock_keys(prefix, 0, token, deadline, !holder.empty());
+		auto range = api_->lock_keys(prefix, 0, token, deadline, !holder.empty(), true);
 		if (!range)
 			return range.error();
 		LockKey lock{prefix, "", 0, token};
 		for (const auto &kv : range->kvs) {
-			if (kv.create_revision < token)
-				return LockKey{prefix, "", 0, token}; // a waiter's token
-			if (kv.create_revision == token && (holder.empty() || kv.value == holder)) {
+			if (kv.create_revision == token && (holder.empty() || kv.value == holder) &&
+			    !blocker(range->kvs, kv)) { // not a waiter's token
 				lock.key = kv.key;
 				lock.lease = kv.lease;
 			}
@@ -435,19 +526,33 @@ private:
 		return g;
 	}
 
+	// How take() names and reads a queue's keys: a lock's, a reader's or a
+	// permit's key among every shape (shared_layout); an election's among
+	// lock keys only, its lease ID unpadded.
+	struct Shape {
+		KeyShape key;
+		bool padded = true;
+		bool shared_layout = true;
+	};
+
 	// take -- queue a key at prefix (value: the holder label of a lock, the
-	// proclamation of an election; padded: a lock's 16-digit lease ID), then
-	// wait for every key ahead of it to go
+	// proclamation of an election), then wait until the keys ahead of it let
+	// it hold (blocker)
 	Result<Granted> take(const std::string &prefix, std::string_view resource, const LeaseOptions &options,
-	                     const std::string &value, milliseconds lease_heartbeat, bool padded)
+	                     const std::string &value, milliseconds lease_heartbeat, Shape shape)
 	{
 		Budget budget;
 		budget.gateway = &api_->gateway();
 		budget.give_up = deadline_after(Clock::now(), options.wait);
 		budget.end = deadline_after(budget.give_up, budget.gateway->options().statement_grace);
-		// queued under a short lease: a key created after this call gave up
-		// (its request executed late) is gone within queue_seconds
-		const std::int64_t queue_seconds = std::min(ttl_seconds_of(options.ttl), queue_ttl_max);
+		// a lock queues under a short lease: a key created after this call
+		// gave up (its request executed late) is gone within queue_seconds.
+		// A reader's or a permit's key never moves: etcd's rwmutex recipe
+		// orders keys by their mod revision, which a move would change, so
+		// it queues under its full TTL.
+		const std::int64_t queue_seconds = shape.key.kind == KeyKind::lock
+		                                       ? std::min(ttl_seconds_of(options.ttl), queue_ttl_max)
+		                                       : ttl_seconds_of(options.ttl);
 		// the queue lease is kept alive as often as the grant will be, or
 		// more often when the queue lease is the shorter
 		const milliseconds heartbeat =
@@ -460,7 +565,10 @@ private:
 				lease = api_->lease_grant(queue_seconds, budget.step());
 			if (!lease)
 				return lease.error();
-			LockKey lock{prefix, prefix + lease_hex(*lease, padded), *lease, 0};
+			LockKey lock{prefix,
+			             shape.padded ? shaped_key(prefix, shape.key, *lease)
+			                          : prefix + lease_hex(*lease, false),
+			             *lease, 0};
 			auto revision = api_->create_key(lock.key, value, lock.lease, budget.step());
 			if (!revision) {
 				(void)api_->revoke(lock.lease, budget.step());
@@ -468,8 +576,10 @@ private:
 			}
 			lock.revision = *revision;
 			const std::int64_t queue_lease = lock.lease;
-			for (;;) { // once per wake-up
-				auto queue = api_->lock_keys(prefix, 0, lock.revision, budget.step());
+			bool checked = false; // the limit, once per key
+			for (;;) {            // once per wake-up
+				auto queue =
+				    api_->lock_keys(prefix, 0, lock.revision, budget.step(), false, shape.shared_layout);
 				if (!queue) {
 					if (queue.error().code == Errc::unavailable &&
 					    Clock::now() + watch_retry < budget.give_up) {
@@ -480,16 +590,19 @@ private:
 					return queue.error();
 				}
 				const Api::Kv *mine = nullptr;
-				const Api::Kv *predecessor = nullptr;
-				for (const auto &kv : queue->kvs) {
+				for (const auto &kv : queue->kvs)
 					if (kv.create_revision == lock.revision && kv.key == lock.key)
 						mine = &kv;
-					else if (kv.create_revision < lock.revision &&
-					         (!predecessor || kv.create_revision > predecessor->create_revision))
-						predecessor = &kv;
-				}
 				if (!mine)
 					break; // our lease expired while queued: the key is gone, queue again
+				if (!checked) {
+					checked = true;
+					if (auto refused = mismatch(resource, queue->kvs, *mine)) {
+						(void)api_->revoke(lock.lease, budget.step()); // its key goes with it
+						return *refused;
+					}
+				}
+				const Api::Kv *predecessor = blocker(queue->kvs, *mine);
 				if (!predecessor) {
 					auto held = hold(std::move(lock), options, alive_since, queue_seconds, budget);
 					if (!held || held->grant)
@@ -500,7 +613,17 @@ private:
 				if (now >= budget.give_up)
 					return timed_out(resource, options, lock.lease, budget);
 				auto slice = std::min(std::chrono::ceil<milliseconds>(budget.give_up - now), heartbeat);
-				auto woken = api_->gateway().wait_deleted(predecessor->key, queue->revision + 1, slice);
+				bool woken = false;
+				if (mine->shape.kind == KeyKind::permit) {
+					// any key ahead may be the one whose going admits it:
+					// every delete under the prefix wakes the semaphore's waiters
+					auto ended =
+					    api_->gateway().watch(prefix, prefix_end(prefix), queue->revision + 1, slice, true);
+					woken = static_cast<bool>(ended);
+				} else {
+					auto ended = api_->gateway().wait_deleted(predecessor->key, queue->revision + 1, slice);
+					woken = static_cast<bool>(ended);
+				}
 				if (!woken) // the watch failed: poll instead
 					std::this_thread::sleep_for(std::min(watch_retry, slice));
 				if (Clock::now() - alive_since >= heartbeat) {

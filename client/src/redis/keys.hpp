@@ -10,7 +10,7 @@
 namespace pglease::detail::redis {
 
 struct Keys {
-	std::string lock;     ///< pglease:lock:<r>: the grant, "<token>:<holder>", PX ttl
+	std::string lock;     ///< pglease:lock:<r>: the grant, "<token>:<holder>", PX ttl; or shared grants, a sorted set
 	std::string counter;  ///< pglease:token:<r>: the token (term) counter, no TTL
 	std::string released; ///< pglease:released:<r>: channel, a release wakes waiting candidates
 	std::string value;    ///< pglease:value:<r>: an election's "<term>:<since ms>:<value>", PX ttl

@@ -23,7 +23,8 @@
 // (see RedisLocker).
 //
 // Keys (not hash-tagged: one node, no Redis Cluster; redis/keys.hpp):
-//   pglease:lock:<resource>      the grant, "<token>:<holder>", PX ttl
+//   pglease:lock:<resource>      the grant, "<token>:<holder>", PX ttl; or
+//                                the shared grants or permits, a sorted set
 //   pglease:token:<resource>     the token counter (a plain integer, no TTL)
 //   pglease:released:<resource>  the pub/sub channel a release publishes on
 // and for an election (redis/election.cpp, docs/election.md):
@@ -35,7 +36,10 @@
 // pglease:released:*, and the commands EVALSHA, EVAL, SUBSCRIBE (the waiters'
 // wake-up; without it they poll), SELECT for a /db other than 0, and those
 // the scripts call: GET, SET, PEXPIRE, PTTL, INCR, DEL, PUBLISH (the
-// ACL SETUSER line: tests/client/redis_auth_test.cpp).  Elections add the
+// ACL SETUSER line: tests/client/redis_auth_test.cpp).  Shared leases and
+// permits add TIME, ZADD, ZRANGE, ZRANGEBYSCORE, ZREMRANGEBYSCORE, ZSCORE
+// and ZREM (the lock scripts call them only on a resource that has shared
+// grants, so a lock-only user keeps working).  Elections add the
 // key pglease:value:*, the channel pglease:election:* and the command TIME
 // (the term's since; tests/client/redis_election_test.cpp).  A refused
 // AUTH, a key or a command outside the user's ACL is Errc::permission, and
@@ -59,6 +63,27 @@
 // window, and Redis' docs say WAIT does not make Redis strongly consistent),
 // so capabilities() claims neither durable nor survives_failover; tokens
 // strictly increase between failovers.
+//
+// Shared leases and semaphores (docs/shared-leases.md): while a resource
+// has readers or permits, its lock key is a sorted set instead of the lock's
+// string: one member "<token>:<holder>" per grant, scored by its expiry in
+// the server's TIME (ms), "=shared" or "=limit:<N>" saying which it is, and
+// "=w:<holder>" for each writer waiting for the readers to leave.  Each
+// script prunes the members that expired, then decides, in one step; the
+// key's own PTTL covers its longest member, so it ends with its last grant.
+// Tokens come from the same counter as the locks', so they increase across
+// modes.  The lock stays the string it always was (older clients, elections
+// and the CLI keep working; an older client meeting the set gets Redis'
+// WRONGTYPE, an error, never a grant), and the exclusive scripts keep their
+// one key and their ACL: one key means the check "no shared grant" is in
+// the same script as the grant.  Writer preference without a queue: a
+// writer that waits refreshes its "=w:" mark (writer_mark, 3 s) at each
+// poll, and no reader is granted while a mark lives; it takes its mark back
+// when its wait is over.  The mark lives in the set, so it holds readers
+// back while readers hold; behind another writer's lock (a string) there is
+// nowhere to keep it, and on that lock's release readers and writers race.
+// Renew and release name a grant by its member, the token-level calls by
+// "<token>:" as for locks.
 //
 // Re-acquire: a holder asking for a key it holds already gets its token back
 // with a new expiry (as the PostgreSQL provider does), so an acquire retried
@@ -86,22 +111,21 @@ using redis::Node;
 using redis::Reply;
 using redis::Script;
 
-// KEYS: lock, counter.  ARGV: holder, ttl (ms).
-// > 0: the token granted (or the holder's own, its expiry set to ttl); <= 0:
-// held by another holder, -(its PTTL in ms).  Every check comes before the
-// first write, so a refusal (an error reply) changes nothing.  The counter
-// goes through Lua numbers (doubles), exact only up to 2^53-1: it must be
-// absent or a decimal integer from 0 to 2^53-2 (the next token then is at
-// most 2^53-1), else PGLEASE_COUNTER: a damaged or hostile counter (abc,
-// 5.5, -3, 9007199254740993) must never hand out a token that repeats or
-// goes down.  INCR then cannot fail, and its result is exact.
-// acquire_lua defines acquire(prepare): the script's answer, for
-// acquire_script as it is and for campaign_script before it stores the
-// value.  prepare (nil for a lock) runs with the token about to be granted
-// before the first write: Redis checks a script's commands and channels
-// against the user's ACL only when it calls them, and a script is not
-// rolled back, so whatever may be refused runs before anything is written.
-const std::string acquire_lua = R"lua(
+// The Lua every lock script starts with.  token_of: a token's text as a
+// number, nil when it is not one.  The counter goes through Lua numbers
+// (doubles), exact only up to 2^53-1: it must be absent or a decimal integer
+// from 0 to 2^53-2 (the next token then is at most 2^53-1), else
+// PGLEASE_COUNTER: a damaged or hostile counter (abc, 5.5, -3,
+// 9007199254740993) must never hand out a token that repeats or goes down.
+// INCR then cannot fail, and its result is exact.
+//
+// The lock key holds an exclusive grant (a string, "<token>:<holder>", PX
+// ttl: the layout of every release so far) or the shared grants and permits
+// of the resource (a sorted set, see grants_lua).  read_lock answers the
+// string, or false with true when the key is such a set (GET's WRONGTYPE),
+// so the exclusive scripts keep their one key and their ACL: they call the
+// sorted-set commands only on a resource that has shared grants.
+const std::string common_lua = R"lua(
 local limit = 9007199254740991
 local function token_of(s)
 	if s == '0' then return 0 end
@@ -110,8 +134,126 @@ local function token_of(s)
 	if n > limit then return nil end
 	return n
 end
-local function acquire(prepare)
-	local current = redis.call('GET', KEYS[1])
+local function read_lock(key)
+	local v = redis.pcall('GET', key)
+	if type(v) == 'table' then
+		if v.err and string.find(v.err, 'WRONGTYPE', 1, true) then return false, true end
+		error(v)
+	end
+	return v, false
+end
+-- the next token of the counter KEYS[2], checked before anything is written
+local function next_token()
+	local raw = redis.call('GET', KEYS[2])
+	if not raw then return 1 end
+	local last = token_of(raw)
+	if not last then
+		error(redis.error_reply('PGLEASE_COUNTER ' .. (string.gsub(string.sub(raw, 1, 32), '[^%w%.%+%-]', '?'))))
+	end
+	if last >= limit then error(redis.error_reply('PGLEASE_EXHAUSTED counter')) end
+	return last + 1
+end
+)lua";
+
+// The sorted set of a resource's shared grants or permits (at the lock key):
+//   "<token>:<holder>"  one grant, scored by its expiry (the server's TIME, ms)
+//   "=shared" or "=limit:<N>"  what the grants are, scored +inf
+//   "=w:<holder>"  a writer waiting for the readers to leave, scored by its
+//                  expiry (writer_mark: a few polls of its wait)
+// Every script prunes what expired (ZREMRANGEBYSCORE) before it reads, and
+// keeps the key's PTTL at least as long as its longest member (cover), so
+// the key ends by itself after its last grant.  A request that disagrees
+// with the set's kind is PGLEASE_MISMATCH <kind> (own:<kind>: the holder's
+// own grant is of that kind), written before anything changes.
+const std::string grants_lua = R"lua(
+local function now_ms()
+	local t = redis.call('TIME')
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function cover(key, ms)
+	if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, string.format('%d', ms)) end
+end
+local function expiry(now, ms)
+	return string.format('%d', math.min(now + ms, limit))
+end
+local function mismatch(kind)
+	error(redis.error_reply('PGLEASE_MISMATCH ' .. kind))
+end
+-- read_grants: {kind, grants = {{member, token, holder, expiry}}, writers,
+-- first (the earliest grant's expiry), writer_end}, after the pruning
+local function read_grants(key, now)
+	redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now))
+	local all = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+	local s = {grants = {}, writers = 0}
+	for i = 1, #all, 2 do
+		local m, score = all[i], tonumber(all[i + 1])
+		if string.sub(m, 1, 3) == '=w:' then
+			s.writers = s.writers + 1
+			s.writer_end = math.max(s.writer_end or 0, score)
+		elseif string.sub(m, 1, 1) == '=' then
+			s.kind = string.sub(m, 2)
+		else
+			local sep = string.find(m, ':', 1, true)
+			local token = sep and token_of(string.sub(m, 1, sep - 1))
+			if not token then error(redis.error_reply('PGLEASE_LOCK holds no token')) end
+			table.insert(s.grants, {member = m, token = token, holder = string.sub(m, sep + 1), expiry = score})
+			s.first = math.min(s.first or score, score)
+		end
+	end
+	return s
+end
+-- idle: nothing left to keep (no grant, no waiting writer): the key goes
+local function drop_if_idle(key, s)
+	if #s.grants == 0 and s.writers == 0 then
+		redis.call('DEL', key)
+		return true
+	end
+	return false
+end
+local function wait_for(t, now)
+	return -math.max(t - now, 1)
+end
+)lua";
+
+// KEYS: lock, counter.  ARGV: holder, ttl (ms), writer mark (ms; '0': not
+// waiting) -- the mark is absent for a campaign (ARGV[3] is its value).
+// > 0: the token granted (or the holder's own, its expiry set to ttl); <= 0:
+// held by another holder, -(ms until it may be free).  Every check comes
+// before the first write, so a refusal (an error reply) changes nothing.
+// On shared grants (the sorted set): a waiting writer marks itself, so
+// no later reader is granted (writer preference); the readers' last
+// release or expiry frees the resource, and the set is replaced by the
+// lock.  Permits there, or a reader's grant of this holder, are a mismatch.
+// acquire_lua defines acquire(prepare, mark): the script's answer, for
+// acquire_script as it is and for campaign_script before it stores the
+// value.  prepare (nil for a lock) runs with the token about to be granted
+// before the first write: Redis checks a script's commands and channels
+// against the user's ACL only when it calls them, and a script is not
+// rolled back, so whatever may be refused runs before anything is written.
+const std::string acquire_lua = common_lua + grants_lua + R"lua(
+local function over_grants(mark)
+	local now = now_ms()
+	local s = read_grants(KEYS[1], now)
+	for _, g in ipairs(s.grants) do
+		if g.holder == ARGV[1] then mismatch('own:' .. (s.kind or '?')) end
+	end
+	if #s.grants == 0 then
+		redis.call('DEL', KEYS[1])
+		return nil
+	end
+	if s.kind ~= 'shared' then mismatch(s.kind or '?') end
+	if mark and mark > 0 then
+		redis.call('ZADD', KEYS[1], expiry(now, mark), '=w:' .. ARGV[1])
+		cover(KEYS[1], mark)
+	end
+	return wait_for(s.first, now)
+end
+local function acquire(prepare, mark)
+	local current, grants = read_lock(KEYS[1])
+	if grants then
+		local refused = over_grants(mark)
+		if refused then return refused end
+	end
 	if current then
 		local sep = string.find(current, ':', 1, true)
 		if sep and string.sub(current, sep + 1) == ARGV[1] then
@@ -125,24 +267,57 @@ local function acquire(prepare)
 		end
 		return -math.max(redis.call('PTTL', KEYS[1]), 1)
 	end
-	local raw = redis.call('GET', KEYS[2])
-	if raw then
-		local last = token_of(raw)
-		if not last then
-			return redis.error_reply('PGLEASE_COUNTER ' .. (string.gsub(string.sub(raw, 1, 32), '[^%w%.%+%-]', '?')))
-		end
-		if last >= limit then
-			return redis.error_reply('PGLEASE_EXHAUSTED counter')
-		end
-	end
-	if prepare then prepare((token_of(raw or '0') or 0) + 1) end
-	local token = redis.call('INCR', KEYS[2])
+	local token = next_token()
+	if prepare then prepare(token) end
+	token = redis.call('INCR', KEYS[2])
 	redis.call('SET', KEYS[1], string.format('%d', token) .. ':' .. ARGV[1], 'PX', ARGV[2])
 	return token
 end
 )lua";
 
-const Script acquire_script{acquire_lua + "return acquire()\n"};
+const Script acquire_script{acquire_lua + "return acquire(nil, tonumber(ARGV[3]))\n"};
+
+// KEYS: lock, counter.  ARGV: holder, ttl (ms), kind ('shared' or
+// 'limit:<N>'), N (0 for shared).  acquire_script's answers, for a reader or
+// a permit: granted while the set's grants admit it -- a reader while no
+// writer holds or waits, a permit while fewer than N are held.  A lock held
+// (a string) makes a reader wait; a permit request there is a mismatch.
+const Script share_script{common_lua + grants_lua + R"lua(
+local holder, ttl, kind, n = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local current, grants = read_lock(KEYS[1])
+if current then
+	local sep = string.find(current, ':', 1, true)
+	if sep and string.sub(current, sep + 1) == holder then mismatch('own:lock') end
+	if kind ~= 'shared' then mismatch('lock') end
+	return -math.max(redis.call('PTTL', KEYS[1]), 1)
+end
+local now = now_ms()
+local s = read_grants(KEYS[1], now)
+for _, g in ipairs(s.grants) do
+	if g.holder == holder then
+		if s.kind ~= kind then mismatch('own:' .. (s.kind or '?')) end
+		redis.call('ZADD', KEYS[1], 'XX', expiry(now, ttl), g.member)
+		cover(KEYS[1], ttl)
+		return g.token
+	end
+end
+if drop_if_idle(KEYS[1], s) then s.kind = nil end
+if s.kind and s.kind ~= kind then
+	if #s.grants == 0 then mismatch('lock') end -- only writers wait: their locks
+	mismatch(s.kind)
+end
+if kind == 'shared' then
+	if s.writers > 0 then return wait_for(s.writer_end, now) end
+elseif #s.grants >= n then
+	return wait_for(s.first, now)
+end
+local token = next_token()
+token = redis.call('INCR', KEYS[2])
+if not s.kind then redis.call('ZADD', KEYS[1], '+inf', '=' .. kind) end
+redis.call('ZADD', KEYS[1], expiry(now, ttl), string.format('%d', token) .. ':' .. holder)
+cover(KEYS[1], ttl)
+return token
+)lua"};
 
 // KEYS: lock, counter, value.  ARGV: holder, ttl (ms), value, election
 // channel.  acquire_script's answers; when granted, the value key set to
@@ -154,7 +329,7 @@ local new, old
 local token = acquire(function(t)
 	new, old = term_value(KEYS[3], string.format('%d', t) .. ':', ARGV[3])
 	if new ~= old then redis.call('PUBLISH', ARGV[4], 'elected') end
-end)
+end, nil)
 if type(token) ~= 'number' or token <= 0 then return token end
 redis.call('SET', KEYS[3], new, 'PX', ARGV[2])
 return token
@@ -162,38 +337,86 @@ return token
 
 // The compare of renew and release: ARGV[1] is the whole value
 // "<token>:<holder>" (ARGV[2] = 'value') or its token part "<token>:"
-// (ARGV[2] = 'token', the token-level calls).
+// (ARGV[2] = 'token', the token-level calls).  On a lock (a string) the
+// script goes on with the key matched; on shared grants (the sorted set),
+// `member` is the live grant matched (nil: not held), for the script's
+// grants part.  An election's scripts match locks only.
 constexpr const char *match_lua = R"lua(
-local current = redis.call('GET', KEYS[1])
-if not current then return 0 end
-if ARGV[2] == 'value' then
+local current, grants = read_lock(KEYS[1])
+local member, now
+if grants then
+	now = now_ms()
+	if ARGV[2] == 'value' then
+		local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+		if score and tonumber(score) > now then member = ARGV[1] end
+	else
+		local all = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', now), '+inf')
+		for _, m in ipairs(all) do
+			if string.sub(m, 1, #ARGV[1]) == ARGV[1] then member = m end
+		end
+	end
+	if not member then return 0 end
+elseif not current then
+	return 0
+elseif ARGV[2] == 'value' then
 	if current ~= ARGV[1] then return 0 end
 elseif string.sub(current, 1, #ARGV[1]) ~= ARGV[1] then
 	return 0
 end
 )lua";
 
-// KEYS: lock.  ARGV: match, mode, ttl (ms).  1: extended; 0: not held.
-const Script renew_script{std::string{match_lua} + "redis.call('PEXPIRE', KEYS[1], ARGV[3])\nreturn 1\n"};
+const std::string lock_match_lua = common_lua + grants_lua + match_lua;
 
-// KEYS: lock.  ARGV: match, mode, channel.  1: deleted (and waiters told); 0: not held.
-const Script release_script{std::string{match_lua} + "redis.call('DEL', KEYS[1])\n"
-                                                     "redis.call('PUBLISH', ARGV[3], 'released')\n"
-                                                     "return 1\n"};
+// KEYS: lock.  ARGV: match, mode, ttl (ms).  1: extended; 0: not held.
+const Script renew_script{lock_match_lua + R"lua(
+if member then
+	redis.call('ZADD', KEYS[1], 'XX', expiry(now, tonumber(ARGV[3])), member)
+	cover(KEYS[1], tonumber(ARGV[3]))
+	return 1
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+)lua"};
+
+// KEYS: lock.  ARGV: match, mode, channel.  1: deleted (and waiters told); 0:
+// not held.  A shared grant leaves the set, which goes with its last member.
+const Script release_script{lock_match_lua + R"lua(
+if member then
+	redis.call('ZREM', KEYS[1], member)
+	drop_if_idle(KEYS[1], read_grants(KEYS[1], now))
+else
+	redis.call('DEL', KEYS[1])
+end
+redis.call('PUBLISH', ARGV[3], 'released')
+return 1
+)lua"};
+
+// KEYS: lock.  ARGV: holder.  A writer that stops waiting (its wait is
+// over) takes its mark back, so the readers need not wait for its expiry.
+const Script withdraw_script{common_lua + grants_lua + R"lua(
+local _, grants = read_lock(KEYS[1])
+if not grants then return 0 end
+local removed = redis.call('ZREM', KEYS[1], '=w:' .. ARGV[1])
+if removed == 1 then drop_if_idle(KEYS[1], read_grants(KEYS[1], now_ms())) end
+return removed
+)lua"};
+
+// An election's grant is a lock: its scripts see shared grants as "not held".
+const std::string leader_match_lua = common_lua + grants_lua + match_lua + "if member then return 0 end\n";
 
 // An election's grant: the value key lives and ends with the lock.
 // KEYS: lock, value.  ARGV: match, mode, ttl (ms).  1: both extended; 0: not held.
-const Script renew_leader_script{std::string{match_lua} + "redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
-                                                          "redis.call('PEXPIRE', KEYS[2], ARGV[3])\n"
-                                                          "return 1\n"};
+const Script renew_leader_script{leader_match_lua + "redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+                                                    "redis.call('PEXPIRE', KEYS[2], ARGV[3])\n"
+                                                    "return 1\n"};
 
 // KEYS: lock, value.  ARGV: match, mode, release channel, election channel.
 // 1: both deleted, waiting candidates and observers told; 0: not held.
 // (Published first: a channel outside the ACL is refused before the DEL.)
-const Script resign_script{std::string{match_lua} + "redis.call('PUBLISH', ARGV[3], 'released')\n"
-                                                    "redis.call('PUBLISH', ARGV[4], 'resigned')\n"
-                                                    "redis.call('DEL', KEYS[1], KEYS[2])\n"
-                                                    "return 1\n"};
+const Script resign_script{leader_match_lua + "redis.call('PUBLISH', ARGV[3], 'released')\n"
+                                              "redis.call('PUBLISH', ARGV[4], 'resigned')\n"
+                                              "redis.call('DEL', KEYS[1], KEYS[2])\n"
+                                              "return 1\n"};
 
 // The longest TTL: 2^53-1 ms (about 285,000 years).  PX takes a signed
 // 64-bit count of ms, but the acquire script answers a holder's PTTL
@@ -202,6 +425,10 @@ const Script resign_script{std::string{match_lua} + "redis.call('PUBLISH', ARGV[
 constexpr milliseconds max_redis_ttl{(std::int64_t{1} << 53) - 1};
 // The largest token (the acquire script's limit): 2^53-1.
 constexpr std::int64_t max_token = (std::int64_t{1} << 53) - 1;
+// How long a waiting writer's mark holds later readers back after its last
+// poll: a few of its polls (at most a second apart), so a writer that
+// died waiting stops blocking readers soon.
+constexpr milliseconds writer_mark{3000};
 
 // left_of -- what is left before deadline, at most cap (<= 0: nothing)
 milliseconds
@@ -210,6 +437,31 @@ left_of(Clock::time_point deadline, milliseconds cap) noexcept
 	if (deadline == Clock::time_point::max())
 		return cap;
 	return std::min(cap, std::chrono::ceil<milliseconds>(deadline - Clock::now()));
+}
+
+// describe_kind -- a grant kind of the scripts ("lock", "shared",
+// "limit:<N>") in words
+std::string
+describe_kind(std::string_view kind)
+{
+	if (kind == "lock")
+		return "an exclusive lock";
+	if (kind == "shared")
+		return "shared leases (readers)";
+	if (kind.rfind("limit:", 0) == 0)
+		return "permits of a semaphore of " + std::string{kind.substr(6)};
+	return "\"" + std::string{kind.substr(0, 32)} + "\" (damaged or foreign data)";
+}
+
+// kind_of -- a request's grant kind, as the scripts name it
+std::string
+kind_of(const LeaseOptions &options)
+{
+	if (options.mode == Mode::shared)
+		return "shared";
+	if (options.limit > 0)
+		return "limit:" + std::to_string(options.limit);
+	return "lock";
 }
 
 // script_error -- the Error for an error reply of a lock script: the
@@ -234,6 +486,18 @@ script_error(const Reply &reply, const Node &node, const Keys &keys)
 		                 std::to_string(max_token - 1) +
 		                 " (damaged or foreign data); "
 		                 "nothing was changed, the lease is not granted until it is repaired"};
+	if (text.rfind("PGLEASE_MISMATCH ", 0) == 0) {
+		std::string_view kind = text.substr(17);
+		kind = kind.substr(0, kind.find(' '));
+		bool own = kind.rfind("own:", 0) == 0;
+		if (own)
+			kind.remove_prefix(4);
+		return Error{Errc::invalid_argument, "LS003",
+		             where + (own ? "this holder's own grant of the resource is " : "the resource is held as ") +
+		                 describe_kind(kind) +
+		                 ": every holder and waiter of a resource asks for the same mode and limit; "
+		                 "nothing was changed"};
+	}
 	if (text.rfind("PGLEASE_LOCK", 0) == 0)
 		return Error{
 		    Errc::internal, "",
@@ -379,6 +643,8 @@ public:
 		c.distributed = true;
 		c.fencing_token = true; // while the node keeps its data (AOF, appendfsync always), no failover
 		c.election = true;      // redis/election.cpp
+		c.shared_mode = true;   // the sorted set of grants (see the banner)
+		c.semaphore = true;
 		return c;
 	}
 	std::string_view provider() const noexcept override { return "Redis"; }
@@ -447,6 +713,10 @@ private:
 		const auto call_deadline = deadline_after(start, saturating_add(options.wait, grace_));
 		const milliseconds provisional = std::min(options.ttl, grace_);
 		const std::string provisional_ttl = std::to_string(provisional.count());
+		// a writer that will wait marks itself on the readers' grants
+		const bool writer = !value && options.mode == Mode::exclusive && options.limit == 0;
+		const std::string mark =
+		    writer && options.wait > milliseconds{0} ? std::to_string(writer_mark.count()) : "0";
 		std::optional<redis::Subscriber> woken_by_release;
 		bool subscribed = false;
 		Backoff delay{milliseconds{25}, milliseconds{1000}};
@@ -455,20 +725,24 @@ private:
 			if (budget <= milliseconds{0})
 				return not_granted(resource, options);
 			auto sent = Clock::now();
-			auto answer =
-			    integer_of(value ? node_->eval(campaign_script, {keys.lock, keys.counter, keys.value},
-			                                   {holder, provisional_ttl, *value, keys.election}, budget)
-			                     : node_->eval(acquire_script, {keys.lock, keys.counter},
-			                                   {holder, provisional_ttl}, budget),
-			               *node_, keys);
-			if (!answer)
-				return answer.error();
+			auto answer = integer_of(ask(keys, options, holder, value, provisional_ttl, mark, budget), *node_, keys);
+			if (!answer) {
+				Error e = answer.error();
+				if (e.sqlstate == "LS003")
+					e.message = "lease \"" + std::string{resource} + "\" asked for " +
+					            describe_kind(kind_of(options)) + ": " + e.message;
+				return e;
+			}
 			if (*answer > 0)
 				return confirm(resource, std::move(keys), value != nullptr, *answer, holder, options.ttl,
 				               provisional, sent, call_deadline);
 			auto now = Clock::now();
-			if (now >= give_up)
+			if (now >= give_up) {
+				if (mark != "0") // best effort: else the mark expires by itself
+					if (auto left = left_of(call_deadline, grace_); left > milliseconds{0})
+						(void)node_->eval(withdraw_script, {keys.lock}, {holder}, left);
 				return not_granted(resource, options);
+			}
 			if (!subscribed) {
 				// subscribe, then ask again at once: a release published
 				// between the first try and the subscription is not missed
@@ -487,6 +761,21 @@ private:
 			}
 			std::this_thread::sleep_until(woken_by_release ? now : wake);
 		}
+	}
+
+	// ask -- one try of the script for the request: the campaign's, the
+	// lock's, or a reader's or permit's
+	Result<Reply> ask(const Keys &keys, const LeaseOptions &options, const std::string &holder,
+	                  const std::string *value, const std::string &ttl, const std::string &mark,
+	                  milliseconds budget)
+	{
+		if (value)
+			return node_->eval(campaign_script, {keys.lock, keys.counter, keys.value},
+			                   {holder, ttl, *value, keys.election}, budget);
+		if (options.mode == Mode::exclusive && options.limit == 0)
+			return node_->eval(acquire_script, {keys.lock, keys.counter}, {holder, ttl, mark}, budget);
+		return node_->eval(share_script, {keys.lock, keys.counter},
+		                   {holder, ttl, kind_of(options), std::to_string(options.limit)}, budget);
 	}
 
 	// confirm -- a grant of min(ttl, grace) extended to ttl (see the class

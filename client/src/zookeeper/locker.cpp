@@ -16,6 +16,26 @@
 //   reconnect by the GUID in its name, never created twice;
 // - a waiter whose wait ends, or whose acquire fails, deletes its node.
 //
+// Shared leases (docs/shared-leases.md): Curator's InterProcessReadWriteLock
+// in the same folder.  A reader queues _c_<guid>-__READ__<sequence> and waits
+// for every earlier writer node (a "__WRIT__" or a "lock-" one), watching the
+// nearest; a writer -- a plain lock -- queues two nodes in one transaction
+// (consecutive sequences, one GUID): _c_<guid>-lock-<n>, which Curator's
+// InterProcessMutex and earlier pglease clients sort and wait for, and
+// _c_<guid>-__WRIT__<n+1>, which Curator's read-write lock sorts and waits
+// for (each recipe ignores the other's names); it waits for every earlier
+// node.  Elections keep the one "lock-" node.
+//
+// Semaphores: Curator's InterProcessSemaphoreV2.  A permit queues in the
+// mutex <folder>/locks (lock nodes as above); once first, it creates
+// <folder>/leases/_c_<guid>-lease-<sequence> and waits until at most `limit`
+// leases exist, then leaves the mutex: first come, first served.  V2 keeps
+// no limit on the server; pglease writes it as the data of <folder>/leases
+// while holding the mutex, and refuses another limit while leases are held
+// (LS003, Curator's own clients are not checked).  A lock and a permit of
+// one resource each check for the other after creating their node (one of
+// the two sees the other) and refuse (LS003), deleting what they created.
+//
 // Elections (zookeeper/election.hpp): the same lock nodes, in the folder
 // <root>/.election/<election> (target.hpp), each node's data the candidate's
 // value rather than its holder label: Curator's LeaderSelector layout.  The
@@ -34,8 +54,10 @@
 // (made earlier without credentials).  Without credentials, every node is
 // world:anyone:cdrwa: anyone reaching the servers can break a lease.
 //
-// Token: the lock node's czxid (from the Stat of zoo_create2), the zxid of
-// the transaction that created it.  zxids are totally ordered over the
+// Token: the lock node's czxid (from the Stat of zoo_create2; a writer's
+// pair's, read back after the multi), the zxid of the transaction that
+// created it.  A grant never precedes an earlier conflicting node's grant,
+// so tokens increase across modes and permits too.  zxids are totally ordered over the
 // ensemble's whole history (epoch in the high 32 bits), so a later grant of
 // the same resource always has a higher token, across leader elections and
 // restarts, as long as the ensemble keeps its data.
@@ -91,11 +113,11 @@ namespace pglease::detail {
 namespace {
 
 using zookeeper::error_of;
-using zookeeper::lock_nodes_in_order;
 using zookeeper::Session;
 using zookeeper::Target;
 
-// protection_prefix -- "_c_<guid>-lock-": a name this acquire alone can have
+// protection_prefix -- "_c_<guid>-": the start of a name this acquire alone
+// can have (its nodes' names add the recipe's: "lock-", "__READ__", ...)
 std::string
 protection_prefix()
 {
@@ -105,7 +127,7 @@ protection_prefix()
 	std::string guid;
 	for (int i = 0; i < 32; i++)
 		guid += hex[rng() & 15];
-	return "_c_" + guid + "-lock-";
+	return "_c_" + guid + "-";
 }
 
 // retryable -- an error after which the session may come back
@@ -193,18 +215,39 @@ private:
 	std::vector<std::pair<milliseconds, std::unique_ptr<Session>>> idle_;
 };
 
+// remove_nodes -- delete one node, or several in one transaction
+zookeeper::Answer
+remove_nodes(Session &s, const std::vector<std::string> &paths, Clock::time_point until) noexcept
+{
+	if (paths.size() == 1)
+		return s.remove(paths.front(), until);
+	try {
+		std::vector<Session::Op> ops;
+		for (const auto &path : paths)
+			ops.push_back(Session::Op{false, path, {}, 0});
+		return s.multi(ops, until);
+	} catch (...) {
+		zookeeper::Answer a;
+		a.answered = true;
+		a.rc = ZSYSTEMERROR;
+		return a;
+	}
+}
+
 // ZookeeperGrant -- one lease: its session and its lock node.  renew and
 // release end within statement_grace (renew: by the local deadline, too).
 class ZookeeperGrant final : public Grant {
 public:
 	// election: the node carries a value (proclaim); version: its data's
 	// version as created
-	ZookeeperGrant(std::unique_ptr<Session> session, std::string node, std::int64_t token,
+	// nodes: the grant's node (renew checks it) and any more it holds (a
+	// writer's "__WRIT__" twin), deleted together at release
+	ZookeeperGrant(std::unique_ptr<Session> session, std::vector<std::string> nodes, std::int64_t token,
 	               Clock::time_point deadline, std::shared_ptr<SessionPool> pool, milliseconds session_ttl,
 	               milliseconds grace, bool election, int version)
-	    : session_(std::move(session)), node_(std::move(node)), token_(token), deadline_(deadline),
-	      pool_(std::move(pool)), session_ttl_(session_ttl), grace_(grace), election_(election),
-	      version_(version)
+	    : session_(std::move(session)), node_(nodes.at(0)), nodes_(std::move(nodes)), token_(token),
+	      deadline_(deadline), pool_(std::move(pool)), session_ttl_(session_ttl), grace_(grace),
+	      election_(election), version_(version)
 	{
 		watchdog_ = std::thread([this] { close_at_deadline(); });
 	}
@@ -285,7 +328,7 @@ public:
 				             "zookeeper " + ending->hosts() + ": disconnected at release; the node " + node_ +
 				                 " goes when its session expires (within " + format_duration(session_ttl_) +
 				                 ")"};
-			auto a = ending->remove(node_, deadline_after(Clock::now(), grace_));
+			auto a = remove_nodes(*ending, nodes_, deadline_after(Clock::now(), grace_));
 			if (a.answered && a.rc == ZOK) { // the session holds no node now: the next grant may use it
 				pool_->give(std::move(ending.session), session_ttl_);
 				return true;
@@ -322,6 +365,7 @@ private:
 
 	std::unique_ptr<Session> session_; // null once released or ended
 	const std::string node_;
+	const std::vector<std::string> nodes_; // node_ first
 	const std::int64_t token_;
 	std::mutex mu_; // guards session_, deadline_, stopping_ and every use of the session
 	std::condition_variable cv_;
@@ -355,6 +399,8 @@ public:
 		c.durable = true;           // the node is in the replicated, fsynced log
 		c.survives_failover = true; // a quorum keeps node and session
 		c.election = true;          // Curator's LeaderSelector layout (zookeeper/election.hpp)
+		c.shared_mode = true;       // Curator's InterProcessReadWriteLock layout
+		c.semaphore = true;         // Curator's InterProcessSemaphoreV2 layout
 		return c;
 	}
 	std::string_view provider() const noexcept override { return "ZooKeeper"; }
@@ -368,8 +414,11 @@ protected:
 			             "the ZooKeeper provider has no advisory locks (Strategy::lease or ephemeral: "
 			             "every ZooKeeper grant ends with its session)"};
 		// acquire() turns a throw into Errc::internal
-		return take(target_.root + "/" + zookeeper::encode_resource(resource), holder, false, resource,
-		            options);
+		const std::string folder = target_.root + "/" + zookeeper::encode_resource(resource);
+		if (options.limit > 0)
+			return take_permit(folder, holder, resource, options);
+		return take(folder, holder, options.mode == Mode::shared ? Request::shared : Request::exclusive,
+		            resource, options);
 	}
 
 	// grant_leadership -- a lock in the election's folder whose node carries
@@ -380,7 +429,8 @@ protected:
 		if (options.strategy == Strategy::advisory)
 			return Error{Errc::invalid_argument, "",
 			             "the ZooKeeper provider has no advisory elections (Strategy::lease or ephemeral)"};
-		return take(zookeeper::election_folder(target_, election), value, true, election, options);
+		return take(zookeeper::election_folder(target_, election), value, Request::election, election,
+		            options);
 	}
 
 	Result<LeaderView> read_leader(std::string_view election) override
@@ -423,8 +473,14 @@ protected:
 	milliseconds max_ttl() const noexcept override { return std::chrono::hours{12 * 24}; }
 
 private:
+	// What one request queues: an election's or a plain lock's single
+	// "lock-" node, a reader's "__READ__" node, or a writer's pair (below);
+	// or a semaphore's permit (take_permit).
+	enum class Request { election, shared, exclusive };
+	// The nodes a request created, all named prefix + recipe name + sequence
 	struct LockNode {
-		std::string name;
+		std::string prefix;
+		std::vector<std::string> names; // the first one's czxid is the token
 		std::int64_t czxid = 0;
 		int version = 0; // of its data
 	};
@@ -446,7 +502,11 @@ private:
 			return failure(a, s.hosts(), "create " + folder, b.bound);
 		for (auto at = folder.find('/', 1); at != std::string::npos; at = folder.find('/', at + 1)) {
 			std::string ancestor = folder.substr(0, at);
-			a = s.create(ancestor, {}, ZOO_PERSISTENT, b.until);
+			// a semaphore's <root>/<resource> above its "locks" and "leases"
+			// is a container too; the root and <root>/.election persist
+			const bool resource_folder =
+			    ancestor.size() > target_.root.size() && ancestor != target_.root + "/.election";
+			a = s.create(ancestor, {}, resource_folder ? ZOO_CONTAINER : ZOO_PERSISTENT, b.until);
 			if (!a.answered || (a.rc != ZOK && a.rc != ZNODEEXISTS))
 				return failure(a, s.hosts(), "create " + ancestor, b.bound);
 		}
@@ -499,36 +559,77 @@ private:
 		return {};
 	}
 
-	// find_protected -- our node after a lost create reply, by its GUID prefix
+	// find_protected -- our nodes after a lost create reply, by their GUID
+	// prefix: every one of them, in the order of `recipes` (a multi creates
+	// all or none), or nothing
 	Result<std::optional<LockNode>> find_protected(Session &s, const std::string &folder,
-	                                               const std::string &prefix, const Bounds &b)
+	                                               const std::string &prefix,
+	                                               const std::vector<std::string> &recipes, const Bounds &b)
 	{
 		auto listed = s.children(folder, b.until);
 		if (!listed.answered || listed.rc != ZOK)
 			return failure(listed, s.hosts(), "get_children " + folder, b.bound);
-		for (const auto &name : listed.names) {
-			if (name.compare(0, prefix.size(), prefix) != 0)
-				continue;
-			auto a = s.exists(folder + "/" + name, false, b.until);
-			if (!a.answered || a.rc != ZOK)
-				return failure(a, s.hosts(), "exists " + folder + "/" + name, b.bound);
-			return std::optional<LockNode>{LockNode{name, a.stat.czxid, a.stat.version}};
-		}
-		return std::optional<LockNode>{};
+		LockNode found{prefix, {}, 0, 0};
+		for (const auto &recipe : recipes)
+			for (const auto &name : listed.names)
+				if (name.compare(0, prefix.size() + recipe.size(), prefix + recipe) == 0)
+					found.names.push_back(name);
+		if (found.names.empty())
+			return std::optional<LockNode>{};
+		auto a = s.exists(folder + "/" + found.names.front(), false, b.until);
+		if (!a.answered || a.rc != ZOK)
+			return failure(a, s.hosts(), "exists " + folder + "/" + found.names.front(), b.bound);
+		found.czxid = a.stat.czxid;
+		found.version = a.stat.version;
+		return std::optional<LockNode>{std::move(found)};
 	}
 
-	// create_lock_node -- the EPHEMERAL|SEQUENTIAL node, created exactly once
-	Result<LockNode> create_lock_node(Session &s, const std::string &folder, std::string_view data,
+	// create_once -- the EPHEMERAL|SEQUENTIAL nodes prefix + each of recipes
+	// (one: a create; two: a multi, consecutive sequence numbers), created
+	// once.  names: as created, without the folder
+	zookeeper::Answer create_once(Session &s, const std::string &folder, const std::string &prefix,
+	                              const std::vector<std::string> &recipes, std::string_view data,
+	                              const Bounds &b)
+	{
+		if (recipes.size() == 1) {
+			auto a =
+			    s.create(folder + "/" + prefix + recipes.front(), data, ZOO_EPHEMERAL_SEQUENTIAL, b.until);
+			if (a.answered && a.rc == ZOK)
+				a.names.push_back(a.path.substr(a.path.rfind('/') + 1));
+			return a;
+		}
+		std::vector<Session::Op> ops;
+		for (const auto &recipe : recipes)
+			ops.push_back(Session::Op{true, folder + "/" + prefix + recipe, std::string{data},
+			                          ZOO_EPHEMERAL_SEQUENTIAL});
+		auto a = s.multi(ops, b.until);
+		if (a.answered && a.rc == ZOK) {
+			for (auto &name : a.names)
+				name = name.substr(name.rfind('/') + 1);
+			// a multi's create reports no Stat: the token is read back
+			auto st = s.exists(folder + "/" + a.names.front(), false, b.until);
+			if (!st.answered || st.rc != ZOK)
+				return st;
+			a.stat = st.stat;
+		}
+		return a;
+	}
+
+	// create_lock_node -- our nodes (Curator's protection: a create whose
+	// reply was lost is found again after the reconnect by the GUID in its
+	// name, never created twice)
+	Result<LockNode> create_lock_node(Session &s, const std::string &folder,
+	                                  const std::vector<std::string> &recipes, std::string_view data,
 	                                  const Bounds &b)
 	{
 		const std::string prefix = protection_prefix();
-		const std::string path = folder + "/" + prefix;
+		const std::string what = "create " + folder + "/" + prefix + recipes.front();
 		Error last{Errc::unavailable, "", "zookeeper " + s.hosts() + ": could not create the lock node"};
 		for (int attempt = 0; attempt < 4; attempt++) {
-			auto a = s.create(path, data, ZOO_EPHEMERAL_SEQUENTIAL, b.until);
+			auto a = create_once(s, folder, prefix, recipes, data, b);
 			if (a.answered && a.rc == ZOK)
-				return LockNode{a.path.substr(a.path.rfind('/') + 1), a.stat.czxid, a.stat.version};
-			last = failure(a, s.hosts(), "create " + path, b.bound);
+				return LockNode{prefix, std::move(a.names), a.stat.czxid, a.stat.version};
+			last = failure(a, s.hosts(), what, b.bound);
 			if (!a.answered) // it may still be created: the caller's dispose ends it
 				return last;
 			if (a.rc == ZNONODE) { // the empty container was reaped meanwhile
@@ -538,14 +639,14 @@ private:
 			}
 			if (!retryable(a.rc))
 				return last;
-			// the reply was lost: the node may exist; find it after the reconnect
+			// the reply was lost: the nodes may exist; find them after the reconnect
 			if (!s.wait_connected(b.until))
 				return last;
-			auto found = find_protected(s, folder, prefix, b);
+			auto found = find_protected(s, folder, prefix, recipes, b);
 			if (!found)
 				return found.error();
 			if (*found)
-				return **found;
+				return std::move(**found);
 		}
 		return last;
 	}
@@ -574,14 +675,60 @@ private:
 		return s;
 	}
 
-	// take -- create our node in folder (data: a lock's holder label, an
-	// election's value), then wait until it is the lowest
-	Result<Granted> take(const std::string &folder, std::string_view data, bool election,
-	                     std::string_view resource, const LeaseOptions &options)
+	// bounds_of -- one acquire's deadlines, from now
+	Bounds bounds_of(const LeaseOptions &options) const
 	{
 		const auto start = Clock::now();
 		const auto bound = saturating_add(options.wait, options_.statement_grace);
-		const Bounds b{deadline_after(start, options.wait), deadline_after(start, bound), bound};
+		return Bounds{deadline_after(start, options.wait), deadline_after(start, bound), bound};
+	}
+
+	// mismatch -- LS003: the request disagrees with the resource's grants or waiters
+	static Error mismatch(std::string_view resource, const std::string &why)
+	{
+		return Error{Errc::invalid_argument, "LS003", "lease \"" + std::string{resource} + "\": " + why};
+	}
+
+	static Error timed_out(std::string_view resource, const LeaseOptions &options)
+	{
+		return Error{Errc::timeout, "",
+		             "lease \"" + std::string{resource} + "\" not granted within " +
+		                 format_duration(options.wait)};
+	}
+
+	static std::vector<std::string> paths_of(const std::string &folder, const LockNode &node)
+	{
+		std::vector<std::string> paths;
+		for (const auto &name : node.names)
+			paths.push_back(folder + "/" + name);
+		return paths;
+	}
+
+	// granted -- the Grant of our nodes in folder, checked free at `checked`
+	Granted granted(Owned &session, const std::string &folder, const LockNode &mine, bool election,
+	                const LeaseOptions &options, Clock::time_point checked)
+	{
+		Granted g;
+		g.token = mine.czxid;
+		g.deadline = deadline_after(checked, options.ttl);
+		g.grant = std::make_unique<ZookeeperGrant>(std::move(session.session), paths_of(folder, mine),
+		                                           mine.czxid, g.deadline, pool_, options.ttl,
+		                                           options_.statement_grace, election, mine.version);
+		return g;
+	}
+
+	// take -- create our nodes in folder (data: a lock's holder label, an
+	// election's value), then wait until no earlier node is in their way.
+	// A writer (Request::exclusive) queues two nodes in one transaction:
+	// "lock-", which Curator's InterProcessMutex and pglease before shared
+	// leases wait for, and "__WRIT__", which Curator's read-write lock sorts
+	// and waits for (each ignores the other's name); the token is their czxid.
+	Result<Granted> take(const std::string &folder, std::string_view data, Request request,
+	                     std::string_view resource, const LeaseOptions &options)
+	{
+		static const std::vector<std::string> election{"lock-"}, reader{"__READ__"},
+		    writer{"lock-", "__WRIT__"};
+		const Bounds b = bounds_of(options);
 		Owned session;
 		{
 			auto opened = open_session(options.ttl, b);
@@ -591,64 +738,296 @@ private:
 		}
 		if (auto made = ensure_folder(*session, folder, b); !made)
 			return made.error();
-		auto mine = create_lock_node(*session, folder, data, b);
+		auto mine = create_lock_node(*session, folder,
+		                             request == Request::election ? election
+		                             : request == Request::shared ? reader
+		                                                          : writer,
+		                             data, b);
 		if (!mine)
 			return mine.error();
 		if (!target_.auth.empty()) {
-			if (auto owned = check_owned(*session, folder, folder + "/" + mine->name, b); !owned)
+			if (auto owned = check_owned(*session, folder, folder + "/" + mine->names.front(), b); !owned)
 				return owned.error(); // the session's dispose deletes our node
 		}
-		return wait_turn(session, folder, *mine, election, resource, options, b);
+		auto turn = wait_turn(*session, folder, *mine, request == Request::shared,
+		                      request != Request::election, resource, options, b);
+		if (!turn)
+			return turn.error();
+		return granted(session, folder, *mine, request == Request::election, options, *turn);
 	}
 
-	// wait_turn -- until our node is the lowest (granted), the wait ends
-	// (timeout: the node is deleted) or a request fails.  On every way out
-	// but a grant, the caller disposes of the session, which ends the node.
-	Result<Granted> wait_turn(Owned &session, const std::string &folder, const LockNode &mine, bool election,
-	                          std::string_view resource, const LeaseOptions &options, const Bounds &b)
+	// wait_turn -- until no earlier node is in our way (granted: the time of
+	// the listing that showed it), the wait ends (timeout: our nodes are
+	// deleted) or a request fails.  On every way out but a grant and a
+	// timeout, the caller disposes of the session, which ends the nodes.
+	// check_semaphore: a lock's first listing, taken after our nodes exist,
+	// also looks for a semaphore on the resource (take_permit looks for
+	// locks after its lease node exists: one of the two sees the other).
+	Result<Clock::time_point> wait_turn(Session &s, const std::string &folder, const LockNode &mine,
+	                                    bool shared, bool check_semaphore, std::string_view resource,
+	                                    const LeaseOptions &options, const Bounds &b)
 	{
-		const std::string my_path = folder + "/" + mine.name;
-		for (;;) {
-			auto seen = session->generation();
+		for (bool first = true;; first = false) {
+			auto seen = s.generation();
 			auto checked = Clock::now();
-			auto listed = session->children(folder, b.until);
+			auto listed = s.children(folder, b.until);
 			if (!listed.answered || listed.rc != ZOK) {
-				if (listed.answered && retryable(listed.rc) && !session->expired() &&
-				    session->wait_connected(b.until))
+				if (listed.answered && retryable(listed.rc) && !s.expired() && s.wait_connected(b.until))
 					continue; // reconnected (to another server): look again
 				return failure(listed, target_.hosts, "get_children " + folder, b.bound);
 			}
-			auto queue = lock_nodes_in_order(std::move(listed.names));
-			auto at = std::find(queue.begin(), queue.end(), mine.name);
-			if (at == queue.end())
-				return Error{Errc::unavailable, "",
-				             "zookeeper " + target_.hosts + ": the lock node " + my_path +
-				                 " was deleted while waiting"};
-			if (at == queue.begin()) {
-				Granted g;
-				g.token = mine.czxid;
-				g.deadline = deadline_after(checked, options.ttl);
-				g.grant = std::make_unique<ZookeeperGrant>(std::move(session.session), my_path, mine.czxid,
-				                                           g.deadline, pool_, options.ttl,
-				                                           options_.statement_grace, election, mine.version);
-				return g;
+			if (first && check_semaphore) {
+				auto used = semaphore_in_use(s, folder, listed.names, b);
+				if (!used)
+					return used.error();
+				if (*used) {
+					(void)remove_nodes(s, paths_of(folder, mine), b.until);
+					return mismatch(resource, "it is a semaphore's (held or queued with a limit); a lock or "
+					                          "shared lease of it (limit 0) is refused");
+				}
 			}
+			auto queue = zookeeper::queue_in_order(listed.names);
+			if (!zookeeper::has_own(queue, mine.prefix))
+				return Error{Errc::unavailable, "",
+				             "zookeeper " + target_.hosts + ": the lock node " + folder + "/" +
+				                 mine.names.front() + " was deleted while waiting"};
+			const std::string before = zookeeper::blocker(queue, mine.prefix, shared);
+			if (before.empty())
+				return checked;
 			if (Clock::now() >= b.give_up) {
 				// within the grace left; unanswered, the session's close ends it
-				(void)session->remove(my_path, b.until);
-				return Error{Errc::timeout, "",
-				             "lease \"" + std::string{resource} + "\" not granted within " +
-				                 format_duration(options.wait)};
+				(void)remove_nodes(s, paths_of(folder, mine), b.until);
+				return timed_out(resource, options);
 			}
-			// watch the predecessor only; its deletion (or any session event) wakes us
-			const std::string predecessor = folder + "/" + *std::prev(at);
-			auto watched = session->exists(predecessor, true, b.until);
+			// watch the nearest node in our way only; its deletion (or any
+			// session event) wakes us
+			const std::string predecessor = folder + "/" + before;
+			auto watched = s.exists(predecessor, true, b.until);
 			if (watched.answered && watched.rc == ZNONODE)
 				continue;
 			if (!watched.answered || (watched.rc != ZOK && !retryable(watched.rc)))
 				return failure(watched, target_.hosts, "exists " + predecessor, b.bound);
-			(void)session->wait_event(seen, b.give_up);
+			(void)s.wait_event(seen, b.give_up);
 		}
+	}
+
+	// semaphore_in_use -- a lease or a queued request in folder's "leases" or
+	// "locks" (names: folder's children; those empty containers linger until
+	// the server reaps them)
+	Result<bool> semaphore_in_use(Session &s, const std::string &folder,
+	                              const std::vector<std::string> &names, const Bounds &b)
+	{
+		for (const char *sub : {"leases", "locks"}) {
+			if (std::find(names.begin(), names.end(), sub) == names.end())
+				continue;
+			auto listed = s.children(folder + "/" + sub, b.until);
+			if (listed.answered && listed.rc == ZNONODE)
+				continue;
+			if (!listed.answered || listed.rc != ZOK)
+				return failure(listed, target_.hosts, "get_children " + folder + "/" + sub, b.bound);
+			if (!listed.names.empty())
+				return true;
+		}
+		return false;
+	}
+
+	// lock_queued -- a lock, reader or writer holds or waits in folder
+	Result<bool> lock_queued(Session &s, const std::string &folder, const Bounds &b)
+	{
+		auto listed = s.children(folder, b.until);
+		if (!listed.answered || listed.rc != ZOK)
+			return failure(listed, target_.hosts, "get_children " + folder, b.bound);
+		return !zookeeper::queue_in_order(listed.names).empty();
+	}
+
+	// stored_limit -- the limit pglease wrote into <folder>/leases (0: none,
+	// e.g. a "leases" node Curator made), its data version, and whether
+	// leases are held; exists = false when there is no "leases" node
+	struct StoredLimit {
+		bool exists = false;
+		std::uint32_t limit = 0;
+		int version = 0;
+		bool held = false;
+	};
+	Result<StoredLimit> stored_limit(Session &s, const std::string &leases, const Bounds &b)
+	{
+		StoredLimit out;
+		auto data = s.get_data(leases, false, b.until);
+		if (data.answered && data.rc == ZNONODE)
+			return out;
+		if (!data.answered || data.rc != ZOK)
+			return failure(data, target_.hosts, "get_data " + leases, b.bound);
+		out.exists = true;
+		out.version = data.stat.version;
+		if (!data.data.empty() && data.data.size() <= 5 &&
+		    std::all_of(data.data.begin(), data.data.end(), [](char c) { return c >= '0' && c <= '9'; }))
+			out.limit = static_cast<std::uint32_t>(std::stoul(data.data));
+		out.held = data.stat.numChildren > 0;
+		return out;
+	}
+
+	// refuse_other_limit -- LS003 when leases are held under another limit
+	static Result<void> refuse_other_limit(const StoredLimit &stored, std::uint32_t limit,
+	                                       std::string_view resource)
+	{
+		if (stored.held && stored.limit != 0 && stored.limit != limit)
+			return mismatch(resource, "its permits are held with limit " + std::to_string(stored.limit) +
+			                              ", not " + std::to_string(limit));
+		return {};
+	}
+
+	// claim_limit -- holding the semaphore's mutex: the leases held (if
+	// any) were taken with our limit, and <folder>/leases records it for
+	// the next requests (written with the version read: set once)
+	Result<void> claim_limit(Session &s, const std::string &folder, const std::string &leases,
+	                         std::uint32_t limit, std::string_view resource, const Bounds &b)
+	{
+		const std::string mine = std::to_string(limit);
+		for (int attempt = 0; attempt < 8; attempt++) {
+			auto stored = stored_limit(s, leases, b);
+			if (!stored)
+				return stored.error();
+			if (!stored->exists) {
+				auto a = s.create(leases, mine, ZOO_CONTAINER, b.until);
+				if (a.answered && a.rc == ZNONODE) {
+					if (auto made = ensure_folder(s, folder, b); !made)
+						return made.error();
+					continue;
+				}
+				if (a.answered && (a.rc == ZOK || a.rc == ZNODEEXISTS))
+					continue; // read what is there now
+				return failure(a, target_.hosts, "create " + leases, b.bound);
+			}
+			if (auto ok = refuse_other_limit(*stored, limit, resource); !ok)
+				return ok.error();
+			if (stored->limit == limit)
+				return {};
+			auto a = s.set_data(leases, mine, stored->version, b.until);
+			if (a.answered && (a.rc == ZOK || a.rc == ZBADVERSION || a.rc == ZNONODE))
+				continue;
+			return failure(a, target_.hosts, "set_data " + leases, b.bound);
+		}
+		return Error{Errc::unavailable, "", "zookeeper " + target_.hosts + ": " + leases + " kept changing"};
+	}
+
+	// wait_count -- until at most limit leases exist, ours among them
+	// (InterProcessSemaphoreV2's rule, watching the children); the time of
+	// the listing that showed it
+	Result<Clock::time_point> wait_count(Session &s, const std::string &leases, const std::string &own,
+	                                     std::uint32_t limit, std::string_view resource,
+	                                     const LeaseOptions &options, const Bounds &b)
+	{
+		for (;;) {
+			auto seen = s.generation();
+			auto checked = Clock::now();
+			auto listed = s.children(leases, b.until, true);
+			if (!listed.answered || listed.rc != ZOK) {
+				if (listed.answered && retryable(listed.rc) && !s.expired() && s.wait_connected(b.until))
+					continue;
+				return failure(listed, target_.hosts, "get_children " + leases, b.bound);
+			}
+			if (std::find(listed.names.begin(), listed.names.end(), own) == listed.names.end())
+				return Error{Errc::unavailable, "",
+				             "zookeeper " + target_.hosts + ": the lease node " + leases + "/" + own +
+				                 " was deleted while waiting"};
+			if (listed.names.size() <= limit)
+				return checked;
+			if (Clock::now() >= b.give_up)
+				return timed_out(resource, options);
+			(void)s.wait_event(seen, b.give_up);
+		}
+	}
+
+	// take_permit -- Curator's InterProcessSemaphoreV2: queue in the mutex
+	// <folder>/locks; once first, check the limit, create our lease node
+	// in <folder>/leases and wait until at most `limit` leases exist (the
+	// mutex keeps later requests behind us: first come, first served); then
+	// leave the mutex.  The grant is the lease node alone.
+	Result<Granted> take_permit(const std::string &folder, std::string_view data, std::string_view resource,
+	                            const LeaseOptions &options)
+	{
+		const Bounds b = bounds_of(options);
+		const std::string locks = folder + "/locks", leases = folder + "/leases";
+		Owned session;
+		{
+			auto opened = open_session(options.ttl, b);
+			if (!opened)
+				return opened.error();
+			session.session = std::move(*opened);
+		}
+		Session &s = *session;
+		if (auto made = ensure_folder(s, folder, b); !made)
+			return made.error();
+		// refused before queueing when it is plain already; the checks that
+		// count are made again holding the mutex
+		auto locked = lock_queued(s, folder, b);
+		if (!locked)
+			return locked.error();
+		if (*locked)
+			return mismatch(resource, "it is held or queued as a lock or shared lease (limit 0); a permit "
+			                          "(limit " +
+			                              std::to_string(options.limit) + ") is refused");
+		auto stored = stored_limit(s, leases, b);
+		if (!stored)
+			return stored.error();
+		if (auto ok = refuse_other_limit(*stored, options.limit, resource); !ok)
+			return ok.error();
+
+		auto mutex = create_lock_node(s, locks, {"lock-"}, data, b);
+		if (!mutex)
+			return mutex.error();
+		if (!target_.auth.empty()) {
+			if (auto owned = check_owned(s, locks, locks + "/" + mutex->names.front(), b); !owned)
+				return owned.error();
+		}
+		auto turn = wait_turn(s, locks, *mutex, false, false, resource, options, b);
+		if (!turn)
+			return turn.error();
+		const auto mutex_paths = paths_of(locks, *mutex);
+		auto permit = take_lease(s, folder, leases, data, resource, options, b);
+		if (!permit) {
+			(void)remove_nodes(s, mutex_paths, b.until);
+			return permit.error();
+		}
+		// the mutex goes now: the next request may count
+		auto freed = remove_nodes(s, mutex_paths, b.until);
+		if (!freed.answered || freed.rc != ZOK)
+			return failure(freed, target_.hosts, "delete " + mutex_paths.front(), b.bound);
+		return granted(session, leases, permit->first, false, options, permit->second);
+	}
+
+	// take_lease -- holding the mutex: our lease node, once the limit
+	// agrees and no lock queued meanwhile, and the count admits it; on a
+	// refusal or timeout the node is deleted
+	Result<std::pair<LockNode, Clock::time_point>>
+	take_lease(Session &s, const std::string &folder, const std::string &leases, std::string_view data,
+	           std::string_view resource, const LeaseOptions &options, const Bounds &b)
+	{
+		if (auto claimed = claim_limit(s, folder, leases, options.limit, resource, b); !claimed)
+			return claimed.error();
+		auto lease = create_lock_node(s, leases, {"lease-"}, data, b);
+		if (!lease)
+			return lease.error();
+		if (!target_.auth.empty()) {
+			if (auto owned = check_owned(s, leases, leases + "/" + lease->names.front(), b); !owned)
+				return owned.error();
+		}
+		// a lock queued since the first look saw no lease: it went ahead
+		auto locked = lock_queued(s, folder, b);
+		if (!locked || *locked) {
+			(void)remove_nodes(s, paths_of(leases, *lease), b.until);
+			if (!locked)
+				return locked.error();
+			return mismatch(resource, "a lock or shared lease (limit 0) of it was queued meanwhile; a permit "
+			                          "(limit " +
+			                              std::to_string(options.limit) + ") is refused");
+		}
+		auto counted = wait_count(s, leases, lease->names.front(), options.limit, resource, options, b);
+		if (!counted) {
+			(void)remove_nodes(s, paths_of(leases, *lease), b.until);
+			return counted.error();
+		}
+		return std::make_pair(std::move(*lease), *counted);
 	}
 
 	Target target_;

@@ -39,6 +39,10 @@ struct Session::Call {
 	std::condition_variable cv;
 	bool done = false;
 	Answer answer;
+	// a multi's results and created paths: the client fills them when the
+	// reply comes, so they live as long as the Call (abandoned ones too)
+	std::vector<zoo_op_result_t> results;
+	std::vector<std::vector<char>> paths;
 };
 
 namespace {
@@ -109,6 +113,17 @@ void
 void_done(int rc, const void *data)
 {
 	finish(data, rc, [](Answer &) {});
+}
+
+void
+multi_done(int rc, const void *data)
+{
+	finish(data, rc, [&](Answer &a) {
+		auto *call = static_cast<const Session::Call *>(data);
+		for (const auto &path : call->paths)
+			if (!path.empty() && path[0] != '\0')
+				a.names.emplace_back(path.data());
+	});
 }
 
 void
@@ -432,6 +447,43 @@ Session::set_data(const std::string &path, std::string_view data, int version,
 		return zoo_aset(zh, path.c_str(), data.data(), static_cast<int>(data.size()), version, &stat_done,
 		                call);
 	});
+}
+
+Answer
+Session::multi(const std::vector<Op> &ops, Clock::time_point until) noexcept
+{
+	return run(until, [&](zhandle_t *zh, Call *call) -> int {
+		try {
+			return start_multi(zh, call, ops);
+		} catch (...) {
+			return ZSYSTEMERROR; // out of memory: nothing sent
+		}
+	});
+}
+
+// start_multi -- zoo_amulti of ops; the request is serialized at once, only
+// the results and the created paths (kept in the Call) are written later
+int
+Session::start_multi(zhandle_t *zh, Call *call, const std::vector<Op> &ops)
+{
+	const ACL_vector *acl = authenticated_ ? &creator_read_acl() : &ZOO_OPEN_ACL_UNSAFE;
+	std::vector<zoo_op_t> zops(ops.size());
+	call->results.assign(ops.size(), zoo_op_result_t{});
+	call->paths.assign(ops.size(), {});
+	for (std::size_t i = 0; i < ops.size(); i++) {
+		const Op &op = ops[i];
+		if (op.create) {
+			// a sequential node's path: the given one and 10 digits
+			call->paths[i].assign(op.path.size() + 16, '\0');
+			zoo_create_op_init(&zops[i], op.path.c_str(), op.data.empty() ? nullptr : op.data.data(),
+			                   op.data.empty() ? -1 : static_cast<int>(op.data.size()), acl, op.mode,
+			                   call->paths[i].data(), static_cast<int>(call->paths[i].size()));
+		} else {
+			zoo_delete_op_init(&zops[i], op.path.c_str(), -1);
+		}
+	}
+	return zoo_amulti(zh, static_cast<int>(zops.size()), zops.data(), call->results.data(), &multi_done,
+	                  call);
 }
 
 Answer

@@ -114,6 +114,18 @@ public:
 	Answer set_data(const std::string &path, std::string_view data, int version,
 	                Clock::time_point until) noexcept;
 	Answer get_acl(const std::string &path, Clock::time_point until) noexcept;
+	/// One operation of multi: a create (mode: ZOO_EPHEMERAL_SEQUENTIAL, ...)
+	/// or a delete of any version.
+	struct Op {
+		bool create = true;
+		std::string path;
+		std::string data;
+		int mode = 0;
+	};
+	/// Several operations as one transaction (zoo_amulti): all or none, one
+	/// zxid, and a folder's sequential creates get consecutive numbers.
+	/// names: the created nodes' paths, in the order of their ops.
+	Answer multi(const std::vector<Op> &ops, Clock::time_point until) noexcept;
 
 	/// The watcher of the session and of every watch it sets (context: this).
 	static void on_event(zhandle_t *zh, int type, int state, const char *path, void *context) noexcept;
@@ -123,6 +135,7 @@ public:
 private:
 	explicit Session(std::string hosts) : hosts_(std::move(hosts)) {}
 	template <class Start> Answer run(Clock::time_point until, Start start) noexcept;
+	int start_multi(zhandle_t *zh, Call *call, const std::vector<Op> &ops);
 	Result<void> authenticate(const std::string &auth, Clock::time_point until) noexcept;
 
 	std::string hosts_;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
+#include <utility>
 
 namespace pglease::detail::zookeeper {
 
@@ -172,18 +174,68 @@ election_folder(const Target &target, std::string_view election)
 	return target.root + "/.election/" + encode_resource(election);
 }
 
+namespace {
+
+// classify -- a protected queue node's sequence and kind: the 10 digits
+// ZooKeeper appended, right after one of the recipes' names
+std::optional<QueueNode>
+classify(const std::string &name)
+{
+	static constexpr std::pair<std::string_view, NodeKind> markers[] = {
+	    {"-lock-", NodeKind::lock}, {"-__READ__", NodeKind::read}, {"-__WRIT__", NodeKind::write}};
+	if (name.size() < 10 || name.compare(0, 3, "_c_") != 0)
+		return std::nullopt;
+	auto digits = name.substr(name.size() - 10);
+	if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+		return std::nullopt;
+	auto stem = std::string_view{name}.substr(0, name.size() - 10);
+	for (const auto &[marker, kind] : markers) {
+		if (stem.size() > marker.size() + 3 && stem.substr(stem.size() - marker.size()) == marker)
+			return QueueNode{name, std::stoll(digits), kind};
+	}
+	return std::nullopt;
+}
+
+} // namespace
+
 long long
 sequence_of(const std::string &name)
 {
-	static constexpr std::string_view marker = "-lock-";
-	auto at = name.rfind(marker);
-	if (name.compare(0, 3, "_c_") != 0 || at == std::string::npos)
-		return -1;
-	auto digits = name.substr(at + marker.size());
-	if (digits.size() != 10 ||
-	    !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-		return -1;
-	return std::stoll(digits);
+	auto node = classify(name);
+	return node && node->kind == NodeKind::lock ? node->sequence : -1;
+}
+
+std::vector<QueueNode>
+queue_in_order(const std::vector<std::string> &children)
+{
+	std::vector<QueueNode> queue;
+	for (const auto &name : children)
+		if (auto node = classify(name))
+			queue.push_back(std::move(*node));
+	std::sort(queue.begin(), queue.end(),
+	          [](const QueueNode &a, const QueueNode &b) { return a.sequence < b.sequence; });
+	return queue;
+}
+
+bool
+has_own(const std::vector<QueueNode> &queue, const std::string &own_prefix)
+{
+	return std::any_of(queue.begin(), queue.end(), [&](const QueueNode &n) {
+		return n.name.compare(0, own_prefix.size(), own_prefix) == 0;
+	});
+}
+
+std::string
+blocker(const std::vector<QueueNode> &queue, const std::string &own_prefix, bool shared)
+{
+	std::string nearest;
+	for (const auto &node : queue) {
+		if (node.name.compare(0, own_prefix.size(), own_prefix) == 0)
+			return nearest; // sorted: everything after is later than us
+		if (!shared || node.kind != NodeKind::read)
+			nearest = node.name;
+	}
+	return {};
 }
 
 std::vector<std::string>

@@ -57,4 +57,30 @@ struct Target {
 /// leader) first; other names left out.
 [[nodiscard]] std::vector<std::string> lock_nodes_in_order(std::vector<std::string> children);
 
+/// The nodes of a resource's queue (locker.cpp), by the name Curator gives
+/// each recipe's nodes, protected (_c_<guid>-<name><10 digits>):
+/// lock: "lock-", InterProcessMutex (and pglease's locks since issue 23);
+/// read and write: "__READ__" and "__WRIT__", InterProcessReadWriteLock.
+enum class NodeKind { lock, read, write };
+struct QueueNode {
+	std::string name;
+	long long sequence = -1;
+	NodeKind kind = NodeKind::lock;
+};
+/// Every queue node among children, lowest sequence first (one folder's
+/// sequence numbers come from one counter, whatever the name); other names
+/// (a semaphore's "locks" and "leases", foreign nodes) left out.
+[[nodiscard]] std::vector<QueueNode> queue_in_order(const std::vector<std::string> &children);
+/// What a request whose own nodes' names begin with own_prefix waits for:
+/// the name of the nearest earlier node it must see gone, or empty when it
+/// is granted.  A reader (shared) waits for every earlier writer: a "__WRIT__"
+/// node, or a "lock-" node (a plain lock, Curator's mutex); an exclusive
+/// request waits for every earlier node.  Its own nodes (a writer has two,
+/// consecutive: locker.cpp) are not in its way.  Empty as well when none of
+/// the nodes is its own (the caller checks that first).
+[[nodiscard]] std::string blocker(const std::vector<QueueNode> &queue, const std::string &own_prefix,
+                                  bool shared);
+/// Whether one of the names is an own node (begins with own_prefix).
+[[nodiscard]] bool has_own(const std::vector<QueueNode> &queue, const std::string &own_prefix);
+
 } // namespace pglease::detail::zookeeper
