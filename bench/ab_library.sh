@@ -9,9 +9,11 @@
 #                               interleaved in every repetition.
 #
 # Prints pairs/s per build and client count (median of the repetitions) and
-# the median of the per-repetition ratios B/A.  The schema is this checkout's:
-# REV's library must run its functions on it (acquire/release do across
-# 0.1.0 -> 0.2.0).  Leaves this checkout's library installed.
+# the median of the per-repetition ratios B/A.  Each build runs on the schema
+# of its own version, in a database of its own (a_db: REV's default_version,
+# from REV's install script; b_db: this checkout's), so a release that
+# changes the schema is compared with the one before it.  Leaves this
+# checkout's library installed.
 #
 # Settings: PGLEASE_AB_REPS (5), PGLEASE_AB_DURATION seconds (8),
 # PGLEASE_AB_CLIENTS ("1 8"), PGLEASE_AB_PORT (5432: the socket name of the
@@ -43,17 +45,28 @@ cp "$LIBDIR/pg_lease.so" "$WORK/B.so"
 git -C "$REPO" worktree add -q --detach "$WORK/rev" "$REV"
 make -s -C "$WORK/rev" >/dev/null
 cp "$WORK/rev/pg_lease.so" "$WORK/A.so"
+version_of() { sed -n "s/^default_version = '\(.*\)'/\1/p" "$1/pg_lease.control"; }
+VERSION_A="$(version_of "$WORK/rev")"
+VERSION_B="$(version_of "$REPO")"
+SHAREDIR="$(pg_config --sharedir)/extension"
+# REV's install script, where this checkout does not ship that version
+[ -f "$SHAREDIR/pg_lease--$VERSION_A.sql" ] ||
+	cp "$WORK/rev/extension/pg_lease--$VERSION_A.sql" "$SHAREDIR/"
 
 "$REPO/scripts/cluster.sh" start "$WORK/cluster" preload
 eval "$("$REPO/scripts/cluster.sh" env "$WORK/cluster")"
-psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION pg_lease" \
-	-c "SELECT lease.release('bench/' || i, lease.acquire('bench/' || i, '30 s')) FROM generate_series(1, $NRES) i" >/dev/null
+for build in A B; do
+	version="VERSION_$build"
+	psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE ${build,}_db" >/dev/null
+	psql -X -q -v ON_ERROR_STOP=1 -d "${build,}_db" -c "CREATE EXTENSION pg_lease VERSION '${!version}'" \
+		-c "SELECT lease.release('bench/' || i, lease.acquire('bench/' || i, '30 s')) FROM generate_series(1, $NRES) i" >/dev/null
+done
 
 run() {	# run BUILD CLIENTS -- pairs/s of one pgbench run
 	cp "$WORK/$1.so" "$LIBDIR/pg_lease.so"
 	"$REPO/scripts/cluster.sh" restart "$WORK/cluster" >/dev/null
 	pgbench -n -c "$2" -j "$2" -T "$DURATION" -D nres="$NRES" \
-		-f "$REPO/bench/pgbench/pg_lease.sql" 2>/dev/null |
+		-f "$REPO/bench/pgbench/pg_lease.sql" "${1,}_db" 2>/dev/null |
 		sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
 }
 
@@ -68,7 +81,7 @@ for rep in $(seq 1 "$REPS"); do
 done
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-echo "A = $REV ($(git -C "$REPO" rev-parse --short "$REV")), B = this checkout ($(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" diff --quiet || echo ', modified')), $REPS repetitions of $DURATION s"
+echo "A = $REV ($(git -C "$REPO" rev-parse --short "$REV"), schema $VERSION_A), B = this checkout ($(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" diff --quiet || echo ', modified'), schema $VERSION_B), $REPS repetitions of $DURATION s"
 echo "| clients | A pairs/s (median) | B pairs/s (median) | B/A (median of per-repetition ratios) |"
 echo "|---:|---:|---:|---:|"
 for c in $CLIENTS; do
