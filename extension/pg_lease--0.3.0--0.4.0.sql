@@ -2,7 +2,8 @@
  * extension/pg_lease--0.3.0--0.4.0.sql -- upgrade script from 0.3.0 to 0.4.0
  *
  * What 0.4.0 adds (shared and counted leases, issue 24):
- * - lease.grants holds one row per grant, keyed by (resource, token), with
+ * - lease.grants holds one row per grant, indexed by resource alone (a new
+ *   token in a row is a HOT update; tokens are unique by the sequence), with
  *   its mode ('exclusive' or 'shared') and permits (0, or the limit of the
  *   semaphore it is a permit of); every existing grant becomes an exclusive
  *   lock (mode 'exclusive', permits 0), token and expiry kept;
@@ -17,14 +18,15 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION pg_lease UPDATE TO '0.4.0'" to load this file. \quit
 
--- constant defaults: no table rewrite; the new key is built once
+-- constant defaults: no table rewrite; the new index is built once
 ALTER TABLE lease.grants
 	ADD COLUMN mode pg_catalog.text COLLATE "C" NOT NULL DEFAULT 'exclusive'
 		CHECK (mode OPERATOR(pg_catalog.=) ANY (ARRAY['exclusive', 'shared']::pg_catalog.text[])),
 	ADD COLUMN permits pg_catalog.int4 NOT NULL DEFAULT 0
 		CHECK (permits OPERATOR(pg_catalog.>=) 0 AND permits OPERATOR(pg_catalog.<=) 10000),
-	DROP CONSTRAINT grants_pkey,
-	ADD PRIMARY KEY (resource, token);
+	DROP CONSTRAINT grants_pkey;
+
+CREATE INDEX grants_resource ON lease.grants (resource);
 
 CREATE TABLE lease.resources (
 	resource      pg_catalog.text COLLATE "C" NOT NULL PRIMARY KEY

@@ -41,9 +41,12 @@ CREATE SEQUENCE lease.token_seq AS pg_catalog.int8 MINVALUE 1 NO CYCLE;
  * expires_at is in the future (server clock) and, for session-bound grants,
  * its backend is alive.  release/break set expires_at to the current instant;
  * the next acquire of the resource deletes the grants that are over (gc()
- * those of resources nobody acquires again).  Only expires_at and
- * renewed_at change on renew, none of them indexed: renewals are HOT updates
- * (fillfactor leaves room on the page).
+ * those of resources nobody acquires again).  Only resource is indexed, not
+ * token: a renewal (expires_at, renewed_at) and a lock taking a released
+ * lock's row in place (a new token) are HOT updates (fillfactor leaves room
+ * on the page), as they were when a resource had one row.  Tokens come from
+ * the sequence and so are unique without an index; every statement finds a
+ * grant by its resource first.
  *
  * mode is 'exclusive' (a lock, a writer, a permit) or 'shared' (a reader);
  * permits is 0 for a lock or reader-writer grant, else the limit of the
@@ -65,9 +68,10 @@ CREATE TABLE lease.grants (
 	mode          pg_catalog.text COLLATE "C" NOT NULL DEFAULT 'exclusive'
 		CHECK (mode OPERATOR(pg_catalog.=) ANY (ARRAY['exclusive', 'shared']::pg_catalog.text[])),
 	permits       pg_catalog.int4 NOT NULL DEFAULT 0
-		CHECK (permits OPERATOR(pg_catalog.>=) 0 AND permits OPERATOR(pg_catalog.<=) 10000),
-	PRIMARY KEY (resource, token)
+		CHECK (permits OPERATOR(pg_catalog.>=) 0 AND permits OPERATOR(pg_catalog.<=) 10000)
 ) WITH (fillfactor = 70);
+
+CREATE INDEX grants_resource ON lease.grants (resource);
 
 /*
  * One row per resource acquired (until gc): an acquire locks it (FOR
