@@ -552,30 +552,6 @@ acquire_try_rows(const LeaseCaller *caller, const LeaseRequest *req, bool may_ta
 	RowsTry		t = {caller, req, may_take, token, busy_until, LEASE_TRY_AGAIN, false, 0};
 	bool		locked;
 
-	/*
-	 * A lock's common case first, as on the schema before 0.4.0: the
-	 * resource's only grant is a released lock, taken in one statement with
-	 * no subtransaction.  When it changes nothing, decide under the
-	 * resource's row lock.
-	 */
-	if (may_take && !req->shared && req->permits == 0)
-	{
-		Datum		values[7];
-		char		nulls[7];
-
-		acquire_grant_params(values, nulls, 7, req, caller);
-		if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token, &locked) > 0)
-		{
-			lease_count(LEASE_STAT_GRANTS);
-			return LEASE_TRY_GRANTED;
-		}
-		if (locked)
-		{
-			*busy_until = DT_NOEND;
-			return LEASE_TRY_BUSY;	/* a transaction that has not ended holds the row */
-		}
-	}
-
 	if (!lease_in_subxact(acquire_rows_decide, &t, &locked))
 	{
 		if (locked)

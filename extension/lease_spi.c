@@ -103,24 +103,6 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	 * grants of one resource are decided by one acquire at a time, and the
 	 * next one reads them after this one committed (or rolled back).
 	 */
-	/*
-	 * The first try of a lock: when the resource's only grant is a released
-	 * lock, take it in place in one statement, as before 0.4.0.  Every other
-	 * acquire of the resource first deletes that row (Q_CLEAR_OVER: it is
-	 * over), so the two meet on its row lock: whichever comes second sees
-	 * the other's result (the row current, or gone), never a stale read.
-	 */
-	[Q_TAKE_RELEASED] = {
-		LEASE_NEW_GRANT LEASE_SET_VALUE
-		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
-		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
-		"   AND mode OPERATOR(pg_catalog.=) 'exclusive' AND permits OPERATOR(pg_catalog.=) 0"
-		"   AND NOT EXISTS (SELECT 1 FROM lease.grants o"
-		"                    WHERE o.resource OPERATOR(pg_catalog.=) $1"
-		"                      AND o.token OPERATOR(pg_catalog.<>) lease.grants.token)"
-		" RETURNING token",
-		7, {LEASE_GRANT_ARGTYPES}
-	},
 	[Q_LOCK_RESOURCE] = {
 		"SELECT 1 FROM lease.resources WHERE resource OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 		1, {TEXTOID}
