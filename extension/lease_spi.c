@@ -55,6 +55,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/syscache.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "pg_lease.h"
@@ -106,6 +107,27 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	[Q_LOCK_RESOURCE] = {
 		"SELECT 1 FROM lease.resources WHERE resource OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 		1, {TEXTOID}
+	},
+	/*
+	 * A lock's common case, run only under the resource's row lock
+	 * (Q_LOCK_RESOURCE, in the same subtransaction): the resource's only
+	 * grant is a released lock, taken in place, one UPDATE (a HOT update: the
+	 * token is not indexed) instead of clearing it and inserting.  The lock
+	 * is what makes it safe: every other grant is made under it too, and
+	 * this statement's snapshot, taken after the lock was granted, sees
+	 * every grant committed before; without the lock an acquire deciding on
+	 * the rows path could insert a grant this statement cannot see.
+	 */
+	[Q_TAKE_RELEASED] = {
+		LEASE_NEW_GRANT LEASE_SET_VALUE
+		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
+		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+		"   AND mode OPERATOR(pg_catalog.=) 'exclusive' AND permits OPERATOR(pg_catalog.=) 0"
+		"   AND NOT EXISTS (SELECT 1 FROM lease.grants o"
+		"                    WHERE o.resource OPERATOR(pg_catalog.=) $1"
+		"                      AND o.token OPERATOR(pg_catalog.<>) lease.grants.token)"
+		" RETURNING token",
+		7, {LEASE_GRANT_ARGTYPES}
 	},
 	[Q_ADD_RESOURCE] = {
 		"INSERT INTO lease.resources (resource) VALUES ($1)"
@@ -501,7 +523,19 @@ lease_exec(LeaseQuery q, Datum *values, const char *nulls)
 		*planp = plan;
 	}
 
-	rc = SPI_execute_plan(*planp, values, nulls, false, 0);
+	/*
+	 * Under REPEATABLE READ or SERIALIZABLE the transaction's snapshot may
+	 * predate a grant another session committed since: a decision read from
+	 * it could grant beside that grant (a new row the snapshot cannot see,
+	 * which no row lock of this statement meets).  Every statement reads the
+	 * latest committed state instead, as under READ COMMITTED; a row changed
+	 * by a transaction still in progress is still the usual 40001.
+	 */
+	if (IsolationUsesXactSnapshot())
+		rc = SPI_execute_snapshot(*planp, values, nulls, GetLatestSnapshot(), InvalidSnapshot,
+								  false, true, 0);
+	else
+		rc = SPI_execute_plan(*planp, values, nulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "pg_lease query %d failed: %s", (int) q, SPI_result_code_string(rc));
 	return SPI_processed;

@@ -104,3 +104,26 @@ SELECT term = :term AND value = 'v1' AS campaign_leads FROM lease.leader('sh/el'
 -- a session-bound reader
 SELECT lease.acquire_shared('sh/sess', '1 min', holder => 's1', session_bound => true) IS NOT NULL AS session_reader;
 SELECT session_bound FROM lease.leases WHERE resource = 'sh/sess';
+
+-- a lock whose resource's only grant is a released lock takes it in place
+-- under the resource's lock, one UPDATE (the fast path of locks, as before
+-- 0.4.0); after a reader's released grant, the row-per-grant path deletes
+-- that grant and inserts
+SELECT lease.release('sh/fast', lease.acquire('sh/fast', '1 min', holder => 'w1')) AS first_lock_released;
+-- (pg_stat_xact_user_tables may still hold counts of earlier transactions
+-- not yet flushed: the test reads the change inside one transaction)
+BEGIN;
+SELECT n_tup_upd AS u0, n_tup_ins AS i0, n_tup_del AS d0 FROM pg_stat_xact_user_tables WHERE relid = 'lease.grants'::regclass \gset
+SELECT lease.acquire('sh/fast', '1 min', holder => 'w2') IS NOT NULL AS lock_again;
+SELECT n_tup_upd - :u0 AS updated, n_tup_ins - :i0 AS inserted, n_tup_del - :d0 AS deleted FROM pg_stat_xact_user_tables WHERE relid = 'lease.grants'::regclass;
+COMMIT;
+SELECT count(*) AS one_row FROM lease.grants WHERE resource = 'sh/fast';
+SELECT lease.release('sh/fast', token) AS w2_released FROM lease.grants WHERE resource = 'sh/fast';
+SELECT lease.release('sh/fast', lease.acquire_shared('sh/fast', '1 min', holder => 'r1')) AS reader_released;
+BEGIN;
+SELECT n_tup_upd AS u0, n_tup_ins AS i0, n_tup_del AS d0 FROM pg_stat_xact_user_tables WHERE relid = 'lease.grants'::regclass \gset
+SELECT lease.acquire('sh/fast', '1 min', holder => 'w3') IS NOT NULL AS lock_after_reader;
+SELECT n_tup_upd - :u0 AS updated, n_tup_ins - :i0 AS inserted, n_tup_del - :d0 AS deleted FROM pg_stat_xact_user_tables WHERE relid = 'lease.grants'::regclass;
+COMMIT;
+-- a reader after a lock taken in place: held, so nothing beside it
+SELECT lease.acquire_shared('sh/fast', '1 min', holder => 'r2') IS NULL AS reader_kept_out;
