@@ -32,12 +32,10 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "common/hashfn.h"
 #include "common/int.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
-#include "storage/lock.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
@@ -406,30 +404,6 @@ acquire_mismatch(const LeaseRequest *req, const char *how, bool shared, int32 pe
 }
 
 /*
- * acquire_hold_decisions -- the resource's decision lock, until the
- * subtransaction ends
- *
- * Every acquire on a schema of one row per grant decides under it, so the
- * grants of one resource are decided one acquire at a time and each reads
- * what the one before it committed.  A heavyweight lock in the lock table,
- * not a row lock: taking it writes nothing, which keeps the fast path of
- * locks (Q_TAKE_RELEASED) one UPDATE.  Its tag is an advisory lock's of this
- * database with LEASE_DECISION_LOCK as its last field (pg_locks' objsubid),
- * which pg_advisory_lock never uses (1 or 2), and the resource's 64-bit hash
- * (a collision only makes two resources take turns).  Its wait ends at
- * lock_timeout, as the row locks' do.
- */
-static void
-acquire_hold_decisions(const char *res)
-{
-	LOCKTAG		tag;
-	uint64		h = hash_bytes_extended((const unsigned char *) res, strlen(res), 0);
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h, LEASE_DECISION_LOCK);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-}
-
-/*
  * acquire_rows_decide -- lock the resource, clear what is over, grant or not
  *
  * Runs in lease_in_subxact: returns true (keep the changes) only when it
@@ -454,13 +428,19 @@ acquire_rows_decide(void *arg)
 	int32		queued_permits;
 
 	t->result = LEASE_TRY_AGAIN;
-	acquire_hold_decisions(req->res);
+	values[0] = PointerGetDatum(req->resource);
+	if (lease_exec(Q_LOCK_RESOURCE, values, NULL) == 0)
+	{
+		lease_exec(Q_ADD_RESOURCE, values, NULL);
+		if (lease_exec(Q_LOCK_RESOURCE, values, NULL) == 0)
+			return false;		/* gc deleted it meanwhile: again */
+	}
 
 	/*
 	 * A lock's common case first: the resource's only grant is a released
-	 * lock, taken in place (Q_TAKE_RELEASED) without locking the resource's
-	 * row.  Not when requests of other permits wait: that is the mismatch
-	 * decided below.
+	 * lock, taken in place (Q_TAKE_RELEASED, one UPDATE) under the row lock
+	 * just taken.  Not when requests of other permits wait: that is the
+	 * mismatch decided below.
 	 */
 	if (t->may_take && !req->shared && req->permits == 0 &&
 		!(lease_queue_waiting_permits(req->res, &queued_permits) && queued_permits != 0))
@@ -473,14 +453,6 @@ acquire_rows_decide(void *arg)
 			t->new_grant = true;
 			return true;
 		}
-	}
-
-	values[0] = PointerGetDatum(req->resource);
-	if (lease_exec(Q_LOCK_RESOURCE, values, NULL) == 0)
-	{
-		lease_exec(Q_ADD_RESOURCE, values, NULL);
-		if (lease_exec(Q_LOCK_RESOURCE, values, NULL) == 0)
-			return false;		/* gc deleted it meanwhile: again */
 	}
 
 	/* grants over go now (waiting for their fences), so what is read is current */

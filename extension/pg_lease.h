@@ -43,13 +43,6 @@
 #define LEASE_MAX_PERMITS			10000
 
 /*
- * The last field of the advisory-lock tag an acquire decides under (see
- * lease_acquire.c's acquire_hold_decisions): pg_locks shows it as objsubid.
- * ASCII "LS"; pg_advisory_lock uses 1 and 2.
- */
-#define LEASE_DECISION_LOCK			0x4C53
-
-/*
  * One call of a lease function, its arguments checked (lease_args.c).  A
  * field the function has no argument for stays zero.
  */

@@ -52,3 +52,10 @@ BEGIN ISOLATION LEVEL SERIALIZABLE;
 SELECT lease.release('tx/d', :td) AS serializable_release;
 SELECT lease.acquire('tx/d', '10 s', holder => 'other') > :td AS serializable_regrant_higher;
 COMMIT;
+
+-- many grants in one transaction: an acquire's decision keeps no entry in
+-- the server's lock table (max_locks_per_transaction), only row locks
+BEGIN;
+SELECT count(lease.acquire('tx/many/' || i, '1 min')) AS granted_in_one_transaction
+  FROM pg_catalog.generate_series(1, 20000) i;
+ROLLBACK;
