@@ -428,19 +428,13 @@ acquire_rows_decide(void *arg)
 	int32		queued_permits;
 
 	t->result = LEASE_TRY_AGAIN;
-	values[0] = PointerGetDatum(req->resource);
-	if (lease_exec(Q_LOCK_RESOURCE, values, NULL) == 0)
-	{
-		lease_exec(Q_ADD_RESOURCE, values, NULL);
-		if (lease_exec(Q_LOCK_RESOURCE, values, NULL) == 0)
-			return false;		/* gc deleted it meanwhile: again */
-	}
-
 	/*
 	 * A lock's common case first: the resource's only grant is a released
-	 * lock, taken in place (Q_TAKE_RELEASED, one UPDATE) under the row lock
-	 * just taken.  Not when requests of other permits wait: that is the
-	 * mismatch decided below.
+	 * lock, taken in place (Q_TAKE_RELEASED, one UPDATE) without the
+	 * resource's row lock.  It meets every other acquire on that row: they
+	 * delete it before they add a grant (see the read below), so whichever
+	 * comes second waits for the other and sees its result.  Not when
+	 * requests of other permits wait: that is the mismatch decided below.
 	 */
 	if (t->may_take && !req->shared && req->permits == 0 &&
 		!(lease_queue_waiting_permits(req->res, &queued_permits) && queued_permits != 0))
@@ -453,6 +447,14 @@ acquire_rows_decide(void *arg)
 			t->new_grant = true;
 			return true;
 		}
+	}
+
+	values[0] = PointerGetDatum(req->resource);
+	if (lease_exec(Q_LOCK_RESOURCE, values, NULL) == 0)
+	{
+		lease_exec(Q_ADD_RESOURCE, values, NULL);
+		if (lease_exec(Q_LOCK_RESOURCE, values, NULL) == 0)
+			return false;		/* gc deleted it meanwhile: again */
 	}
 
 	/* grants over go now (waiting for their fences), so what is read is current */
@@ -472,7 +474,17 @@ acquire_rows_decide(void *arg)
 		LeaseRow   *g = &rows[i];
 
 		if (!g->unexpired || g->session_gone)
-			continue;			/* ended since the clearing: not in the way */
+		{
+			/*
+			 * Ended since the clearing, so not cleared: not in the way, but a
+			 * released lock left here is what a lock's fast path may take
+			 * without the resource's lock, unable to see a grant made here
+			 * before it commits.  Clear it first: try again.
+			 */
+			if (g->released && !g->shared && g->permits == 0)
+				return false;	/* t->result is LEASE_TRY_AGAIN */
+			continue;
+		}
 
 		/*
 		 * The same holder (and role) asking again: same token, new expiry,

@@ -109,14 +109,15 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		1, {TEXTOID}
 	},
 	/*
-	 * A lock's common case, run only under the resource's row lock
-	 * (Q_LOCK_RESOURCE, in the same subtransaction): the resource's only
-	 * grant is a released lock, taken in place, one UPDATE (a HOT update: the
-	 * token is not indexed) instead of clearing it and inserting.  The lock
-	 * is what makes it safe: every other grant is made under it too, and
-	 * this statement's snapshot, taken after the lock was granted, sees
-	 * every grant committed before; without the lock an acquire deciding on
-	 * the rows path could insert a grant this statement cannot see.
+	 * A lock's common case: the resource's only grant is a released lock,
+	 * taken in place, one UPDATE (a HOT update: the token is not indexed)
+	 * instead of locking the resource, clearing the row and inserting.  It
+	 * takes no resource lock; it meets every other acquire on the row it
+	 * updates: an acquire adds a grant only after it deleted every released
+	 * lock of the resource (Q_CLEAR_OVER, and a try again when one was
+	 * released after that statement's snapshot), so this UPDATE either waits
+	 * for that delete and finds the row gone, or the delete waits for this
+	 * UPDATE and finds the row current.
 	 */
 	[Q_TAKE_RELEASED] = {
 		LEASE_NEW_GRANT LEASE_SET_VALUE
@@ -153,7 +154,7 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		"       CASE WHEN backend_pid IS NULL THEN false"
 		"            ELSE NOT lease.session_alive(backend_pid, backend_start) END,"
 		"       mode OPERATOR(pg_catalog.=) 'shared', permits"
-		"  FROM lease.grants WHERE resource OPERATOR(pg_catalog.=) $1 AND NOT released"
+		"  FROM lease.grants WHERE resource OPERATOR(pg_catalog.=) $1"
 		" ORDER BY token",
 		1, {TEXTOID}
 	},
@@ -692,7 +693,7 @@ spi_fill_row(uint64 i, LeaseRow *row)
 /*
  * lease_read_row -- the resource's row as it is now, without locking it
  *
- * On a schema of one row per grant: its first grant not released.
+ * On a schema of one row per grant: its first row by token.
  */
 void
 lease_read_row(text *resource, LeaseRow *row)
@@ -706,7 +707,7 @@ lease_read_row(text *resource, LeaseRow *row)
 }
 
 /*
- * lease_read_grants -- every grant of the resource not released, by token
+ * lease_read_grants -- every grant row of the resource (released too), by token
  *
  * Returns their number; *rows is palloc'd in the current (SPI) context.
  */
