@@ -6,7 +6,8 @@
 #                               (bench/pgbench/pg_lease.sql) on one preloaded
 #                               throwaway cluster, swapping the installed
 #                               pg_lease.so and restarting between runs, A and B
-#                               interleaved in every repetition.
+#                               interleaved in every repetition, the
+#                               order swapped every repetition.
 #
 # Prints pairs/s per build and client count (median of the repetitions) and
 # the median of the per-repetition ratios B/A.  Each build runs on the schema
@@ -72,8 +73,10 @@ run() {	# run BUILD CLIENTS -- pairs/s of one pgbench run
 
 declare -A tps=()
 for rep in $(seq 1 "$REPS"); do
+	order="A B"
+	[ $((rep % 2)) = 1 ] || order="B A" # each build first in every other repetition
 	for c in $CLIENTS; do
-		for build in A B; do
+		for build in $order; do
 			tps[$build,$c,$rep]="$(run "$build" "$c")"
 			echo "rep $rep clients $c build $build: ${tps[$build,$c,$rep]} pairs/s" >&2
 		done
