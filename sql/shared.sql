@@ -105,8 +105,8 @@ SELECT term = :term AND value = 'v1' AS campaign_leads FROM lease.leader('sh/el'
 SELECT lease.acquire_shared('sh/sess', '1 min', holder => 's1', session_bound => true) IS NOT NULL AS session_reader;
 SELECT session_bound FROM lease.leases WHERE resource = 'sh/sess';
 
--- a lock whose resource's only grant is a released lock takes it in place
--- under the resource's lock, one UPDATE (the fast path of locks, as before
+-- a lock whose resource's only grant is a released lock takes it in place,
+-- one UPDATE without the resource's lock (the fast path of locks, as before
 -- 0.4.0); after a reader's released grant, the row-per-grant path deletes
 -- that grant and inserts
 SELECT lease.release('sh/fast', lease.acquire('sh/fast', '1 min', holder => 'w1')) AS first_lock_released;
