@@ -429,9 +429,8 @@ acquire_rows_decide(void *arg)
 
 	t->result = LEASE_TRY_AGAIN;
 	/*
-	 * A lock's common case first: the resource's only grant is a released
-	 * lock, taken in place (Q_TAKE_RELEASED, one UPDATE) without the
-	 * resource's row lock.  It meets every other acquire on that row: they
+	 * A lock's common case first: a released lock, taken in place
+	 * (Q_TAKE_RELEASED, one UPDATE) without the resource's row lock.  It meets every other acquire on that row: they
 	 * delete it before they add a grant (see the read below), so whichever
 	 * comes second waits for the other and sees its result.  Not when
 	 * requests of other permits wait: that is the mismatch decided below.

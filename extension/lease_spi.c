@@ -109,24 +109,24 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		1, {TEXTOID}
 	},
 	/*
-	 * A lock's common case: the resource's only grant is a released lock,
-	 * taken in place, one UPDATE (a HOT update: the token is not indexed)
-	 * instead of locking the resource, clearing the row and inserting.  It
-	 * takes no resource lock; it meets every other acquire on the row it
-	 * updates: an acquire adds a grant only after it deleted every released
-	 * lock of the resource (Q_CLEAR_OVER, and a try again when one was
-	 * released after that statement's snapshot), so this UPDATE either waits
-	 * for that delete and finds the row gone, or the delete waits for this
-	 * UPDATE and finds the row current.
+	 * A lock's common case: a released lock, taken in place, one UPDATE (a
+	 * HOT update: the token is not indexed) instead of locking the resource,
+	 * clearing the row and inserting.  It takes no resource lock; it meets
+	 * every other acquire on the row it updates: an acquire adds a grant only
+	 * after it deleted every released lock of the resource (Q_CLEAR_OVER,
+	 * and a try again when one was released after that statement's
+	 * snapshot), so this UPDATE either waits for that delete and finds the
+	 * row gone, or the delete waits for this UPDATE and finds the row
+	 * current.  So a released lock is never beside a current grant: while
+	 * it was current nothing else was granted, and once released it goes
+	 * before anything else is.  Rows beside it are over (an expiry the
+	 * clearing did not see yet), and stay over.
 	 */
 	[Q_TAKE_RELEASED] = {
 		LEASE_NEW_GRANT LEASE_SET_VALUE
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
 		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
 		"   AND mode OPERATOR(pg_catalog.=) 'exclusive' AND permits OPERATOR(pg_catalog.=) 0"
-		"   AND NOT EXISTS (SELECT 1 FROM lease.grants o"
-		"                    WHERE o.resource OPERATOR(pg_catalog.=) $1"
-		"                      AND o.token OPERATOR(pg_catalog.<>) lease.grants.token)"
 		" RETURNING token",
 		7, {LEASE_GRANT_ARGTYPES}
 	},

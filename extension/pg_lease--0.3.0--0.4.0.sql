@@ -18,12 +18,11 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION pg_lease UPDATE TO '0.4.0'" to load this file. \quit
 
--- constant defaults: no table rewrite; the new index is built once
+-- constant defaults: no table rewrite; the new index is built once.  No
+-- CHECK constraints: the functions check mode and permits (see pg_lease.sql).
 ALTER TABLE lease.grants
-	ADD COLUMN mode pg_catalog.text COLLATE "C" NOT NULL DEFAULT 'exclusive'
-		CHECK (mode OPERATOR(pg_catalog.=) ANY (ARRAY['exclusive', 'shared']::pg_catalog.text[])),
-	ADD COLUMN permits pg_catalog.int4 NOT NULL DEFAULT 0
-		CHECK (permits OPERATOR(pg_catalog.>=) 0 AND permits OPERATOR(pg_catalog.<=) 10000),
+	ADD COLUMN mode pg_catalog.text COLLATE "C" NOT NULL DEFAULT 'exclusive',	-- or 'shared'
+	ADD COLUMN permits pg_catalog.int4 NOT NULL DEFAULT 0,	-- 0, or 1..10000
 	DROP CONSTRAINT grants_pkey;
 
 CREATE INDEX grants_resource ON lease.grants (resource);

@@ -127,3 +127,17 @@ SELECT n_tup_upd - :u0 AS updated, n_tup_ins - :i0 AS inserted, n_tup_del - :d0 
 COMMIT;
 -- a reader after a lock taken in place: held, so nothing beside it
 SELECT lease.acquire_shared('sh/fast', '1 min', holder => 'r2') IS NULL AS reader_kept_out;
+-- a released lock beside a grant that is over (an expiry the clearing of a
+-- concurrent acquire did not see yet, planted here) is taken in place too;
+-- the grant that is over stays over
+SELECT lease.release('sh/fast', token) AS w3_released FROM lease.grants WHERE resource = 'sh/fast';
+INSERT INTO lease.grants (resource, token, expires_at, granted_at, renewed_at, owner, holder, mode)
+SELECT 'sh/fast', nextval('lease.token_seq'), now() - interval '1 s', now() - interval '2 s', now() - interval '2 s', current_user::regrole, 'r9', 'shared'
+RETURNING token AS over_token \gset
+BEGIN;
+SELECT n_tup_upd AS u0, n_tup_ins AS i0, n_tup_del AS d0 FROM pg_stat_xact_user_tables WHERE relid = 'lease.grants'::regclass \gset
+SELECT lease.acquire('sh/fast', '1 min', holder => 'w4') > :over_token AS lock_beside_over;
+SELECT n_tup_upd - :u0 AS updated, n_tup_ins - :i0 AS inserted, n_tup_del - :d0 AS deleted FROM pg_stat_xact_user_tables WHERE relid = 'lease.grants'::regclass;
+COMMIT;
+SELECT holder, mode FROM lease.leases WHERE resource = 'sh/fast';
+SELECT lease.is_current('sh/fast', :over_token) AS over_stays_over;
