@@ -39,6 +39,7 @@
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
@@ -50,6 +51,9 @@
  * headers, which a build without Kerberos development files lacks.
  */
 extern bool pq_check_connection(void);
+
+/* GUC lease.test_pause_after_clear (registered in lease_load.c) */
+int			lease_test_pause_after_clear = 0;
 
 /* The shortest lock wait of a try, whatever its wait (docs/sql.md "Waiting"). */
 #define LEASE_LOCK_GRACE_MS 10
@@ -465,6 +469,15 @@ acquire_rows_decide(void *arg)
 		if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
 										1, &isnull)))
 			t->takeovers++;
+	}
+
+	/* the isolation tests' pause: wait for the key's holder (lock_timeout bounds it) */
+	if (lease_test_pause_after_clear != 0)
+	{
+		Datum		key = Int64GetDatum(lease_test_pause_after_clear);
+
+		(void) DirectFunctionCall1(pg_advisory_lock_int8, key);
+		(void) DirectFunctionCall1(pg_advisory_unlock_int8, key);
 	}
 
 	n = lease_read_grants(req->resource, &rows);

@@ -69,6 +69,23 @@ _PG_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	/*
+	 * For the isolation tests only: an acquire that deletes the grants that
+	 * are over waits on this advisory lock key just after, so a spec can
+	 * commit a release between that delete and the acquire's read of the
+	 * grants (tests/isolation/specs/release_between_clear_and_read.spec).
+	 */
+	DefineCustomIntVariable("lease.test_pause_after_clear",
+							"Advisory lock key an acquire waits on after it cleared the grants that are over (tests only; 0: none).",
+							NULL,
+							&lease_test_pause_after_clear,
+							0,
+							0,
+							INT_MAX,
+							PGC_SUSET,
+							GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("lease");
 
 	RegisterXactCallback(lease_xact_callback, NULL);

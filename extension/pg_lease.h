@@ -215,6 +215,7 @@ extern void lease_session_forget_grant(const char *resource);
 
 /* ---- lease_acquire.c: acquire ---- */
 
+extern int	lease_test_pause_after_clear;	/* GUC lease.test_pause_after_clear */
 extern bool lease_acquire_grant(const LeaseRequest *req, int64 *token);
 extern void lease_acquire_forget_grant(const char *res, int64 token);
 
