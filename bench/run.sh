@@ -25,6 +25,8 @@
 #   PGLEASE_BENCH_REPS, PGLEASE_BENCH_DURATION, PGLEASE_BENCH_HOT_DURATION,
 #   PGLEASE_BENCH_WARMUP        override the repetitions and seconds per run
 #   PGLEASE_BENCH_SCENARIOS     subset, e.g. "uncontended,hot" (default: all four)
+#   PGLEASE_BENCH_SYSTEMS       subset of the systems by key, e.g. "zookeeper,zookeeper_raw"
+#                               (default: all; keys in bench/bench.cpp)
 set -euo pipefail
 
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -53,6 +55,7 @@ DURATION="${PGLEASE_BENCH_DURATION:-$def_duration}"
 HOT_DURATION="${PGLEASE_BENCH_HOT_DURATION:-$def_hot}"
 WARMUP="${PGLEASE_BENCH_WARMUP:-$def_warmup}"
 SCENARIOS="${PGLEASE_BENCH_SCENARIOS:-uncontended,hot,scale,renew}"
+SYSTEMS="${PGLEASE_BENCH_SYSTEMS:-}"
 NRES=100000
 for v in REPS; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
@@ -201,7 +204,7 @@ COMMIT="$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 CMD="bench/run.sh"
 [ "$QUICK" = 0 ] || CMD="$CMD --quick"
 for v in PGLEASE_BENCH_REPS PGLEASE_BENCH_DURATION PGLEASE_BENCH_HOT_DURATION \
-	PGLEASE_BENCH_WARMUP PGLEASE_BENCH_SCENARIOS; do
+	PGLEASE_BENCH_WARMUP PGLEASE_BENCH_SCENARIOS PGLEASE_BENCH_SYSTEMS; do
 	[ -z "${!v:-}" ] || CMD="$v='${!v}' $CMD"
 done
 
@@ -217,7 +220,7 @@ measure() {
 		--redis "127.0.0.1:$REDIS" --redis-aof "127.0.0.1:$REDIS_AOF" --redlock "$rl" \
 		--etcd "127.0.0.1:$ETCD" --zookeeper "127.0.0.1:$ZK" \
 		--reps "$reps" --duration "$DURATION" --hot-duration "$HOT_DURATION" --warmup "$WARMUP" \
-		--resources "$NRES" --scenarios "$SCENARIOS" \
+		--resources "$NRES" --scenarios "$SCENARIOS" ${SYSTEMS:+--systems "$SYSTEMS"} \
 		--meta "command=\`$CMD\` (from the repository root)" \
 		--meta "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC'); commit $COMMIT" \
 		--meta "machine=$NPROC CPUs, $CPU_MODEL; fdatasync of one 8 kB write on /tmp (\`pg_test_fsync -s 2\`): $FDATASYNC" \

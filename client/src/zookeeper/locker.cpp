@@ -736,8 +736,11 @@ private:
 				return opened.error();
 			session.session = std::move(*opened);
 		}
-		if (auto made = ensure_folder(*session, folder, b); !made)
-			return made.error();
+		// no ensure_folder first: the folder is there but for a resource's
+		// first acquire (or one after the server reaped the empty
+		// container), and create_lock_node makes it when the create says
+		// ZNONODE.  A create of an existing folder would be one more write
+		// (an error transaction in the server's log) on every acquire.
 		auto mine = create_lock_node(*session, folder,
 		                             request == Request::election ? election
 		                             : request == Request::shared ? reader
