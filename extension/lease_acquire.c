@@ -434,10 +434,11 @@ acquire_rows_decide(void *arg)
 	t->result = LEASE_TRY_AGAIN;
 	/*
 	 * A lock's common case first: a released lock, taken in place
-	 * (Q_TAKE_RELEASED, one UPDATE) without the resource's row lock.  It meets every other acquire on that row: they
-	 * delete it before they add a grant (see the read below), so whichever
-	 * comes second waits for the other and sees its result.  Not when
-	 * requests of other permits wait: that is the mismatch decided below.
+	 * (Q_TAKE_RELEASED, one UPDATE) without the resource's row lock.  It
+	 * meets every other acquire on that row: they delete it before they add
+	 * a grant (see the read below), so whichever comes second waits for the
+	 * other and sees its result.  Not when requests of other permits wait:
+	 * that is the mismatch decided below.
 	 */
 	if (t->may_take && !req->shared && req->permits == 0 &&
 		!(lease_queue_waiting_permits(req->res, &queued_permits) && queued_permits != 0))
