@@ -23,37 +23,16 @@ REV="${1:?usage: bench/ab_instructions.sh REV}"
 LIBDIR="$(pg_config --pkglibdir)"
 POSTGRES="$(pg_config --bindir)/postgres"
 source "$REPO/scripts/lib/common.sh" # die, on_exit, work_dir
+source "$REPO/bench/ab_builds.sh"   # ab_builds, ab_databases
 command -v valgrind >/dev/null || die "needs valgrind: apt-get install valgrind"
 work_dir pg_lease_abi
 
-restore_library() {
-	"$REPO/scripts/cluster.sh" stop "$WORK/cluster" immediate >/dev/null 2>&1 || true
-	[ -f "$WORK/B.so" ] && cp "$WORK/B.so" "$LIBDIR/pg_lease.so"
-	git -C "$REPO" worktree remove --force "$WORK/rev" >/dev/null 2>&1 || true
-}
-on_exit restore_library
-
-"$REPO/scripts/install-extension.sh"
-cp "$LIBDIR/pg_lease.so" "$WORK/B.so"
-git -C "$REPO" worktree add -q --detach "$WORK/rev" "$REV"
-make -s -C "$WORK/rev" >/dev/null
-cp "$WORK/rev/pg_lease.so" "$WORK/A.so"
-version_of() { sed -n "s/^default_version = '\(.*\)'/\1/p" "$1/pg_lease.control"; }
-VERSION_A="$(version_of "$WORK/rev")"
-VERSION_B="$(version_of "$REPO")"
-SHAREDIR="$(pg_config --sharedir)/extension"
-[ -f "$SHAREDIR/pg_lease--$VERSION_A.sql" ] ||
-	cp "$WORK/rev/extension/pg_lease--$VERSION_A.sql" "$SHAREDIR/"
+ab_builds "$REV"
 
 # the databases, made by a running server; then the server stops for good
 "$REPO/scripts/cluster.sh" start "$WORK/cluster" nopreload >/dev/null
 eval "$("$REPO/scripts/cluster.sh" env "$WORK/cluster")"
-for build in A B; do
-	version="VERSION_$build"
-	psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE ${build,}_db" >/dev/null
-	psql -X -q -v ON_ERROR_STOP=1 -d "${build,}_db" -c "CREATE EXTENSION pg_lease VERSION '${!version}'" \
-		-c "SELECT count(lease.release('bench/' || i, lease.acquire('bench/' || i, '30 s'))) FROM generate_series(1, 10000) i" >/dev/null
-done
+ab_databases 10000
 "$REPO/scripts/cluster.sh" stop "$WORK/cluster" >/dev/null
 
 for n in 1000 3000; do

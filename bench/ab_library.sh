@@ -31,37 +31,15 @@ PORT="${PGLEASE_AB_PORT:-5432}"
 NRES="${PGLEASE_AB_NRES:-10000}"
 LIBDIR="$(pg_config --pkglibdir)"
 source "$REPO/scripts/lib/common.sh" # on_exit, work_dir
+source "$REPO/bench/ab_builds.sh"   # ab_builds, ab_databases
 work_dir pg_lease_ab
 export PGLEASE_TEST_PORT="$PORT"
 
-restore_library() {
-	"$REPO/scripts/cluster.sh" stop "$WORK/cluster" immediate >/dev/null 2>&1 || true
-	[ -f "$WORK/B.so" ] && cp "$WORK/B.so" "$LIBDIR/pg_lease.so"
-	git -C "$REPO" worktree remove --force "$WORK/rev" >/dev/null 2>&1 || true
-}
-on_exit restore_library
-
-"$REPO/scripts/install-extension.sh"
-cp "$LIBDIR/pg_lease.so" "$WORK/B.so"
-git -C "$REPO" worktree add -q --detach "$WORK/rev" "$REV"
-make -s -C "$WORK/rev" >/dev/null
-cp "$WORK/rev/pg_lease.so" "$WORK/A.so"
-version_of() { sed -n "s/^default_version = '\(.*\)'/\1/p" "$1/pg_lease.control"; }
-VERSION_A="$(version_of "$WORK/rev")"
-VERSION_B="$(version_of "$REPO")"
-SHAREDIR="$(pg_config --sharedir)/extension"
-# REV's install script, where this checkout does not ship that version
-[ -f "$SHAREDIR/pg_lease--$VERSION_A.sql" ] ||
-	cp "$WORK/rev/extension/pg_lease--$VERSION_A.sql" "$SHAREDIR/"
+ab_builds "$REV"
 
 "$REPO/scripts/cluster.sh" start "$WORK/cluster" preload
 eval "$("$REPO/scripts/cluster.sh" env "$WORK/cluster")"
-for build in A B; do
-	version="VERSION_$build"
-	psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE ${build,}_db" >/dev/null
-	psql -X -q -v ON_ERROR_STOP=1 -d "${build,}_db" -c "CREATE EXTENSION pg_lease VERSION '${!version}'" \
-		-c "SELECT lease.release('bench/' || i, lease.acquire('bench/' || i, '30 s')) FROM generate_series(1, $NRES) i" >/dev/null
-done
+ab_databases "$NRES"
 
 run() {	# run BUILD CLIENTS -- pairs/s of one pgbench run
 	cp "$WORK/$1.so" "$LIBDIR/pg_lease.so"
