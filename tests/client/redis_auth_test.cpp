@@ -71,6 +71,14 @@ locker_acl()
 	return argv;
 }
 
+// The user of shared leases and permits: the lock's line and the sorted-set
+// commands docs/production.md adds for them (with them a waiting writer
+// marks itself at the writers' key, pglease:lock:<r> NUL "writers").
+const std::string sharer_acl_line =
+    "ACL SETUSER sharer reset on >PASSWORD ~pglease:lock:* ~pglease:token:* resetchannels "
+    "&pglease:released:* +evalsha +eval +get +set +pexpire +pttl +incr +del +publish +subscribe +select "
+    "+time +zadd +zrange +zrangebyscore +zremrangebyscore +zscore +zrem";
+
 // Another client of the same server: every command, no lock key.
 const std::string intruder_acl_line = "ACL SETUSER intruder reset on >" + intruder_pw + " ~other:* +@all";
 
@@ -350,6 +358,60 @@ TEST_F(RedisAuth, acl_user_limited_to_the_lock_keys_acquires_renews_releases_and
 	auto locker = connected(server.url("pglease:" + locker_pw_in_url));
 	ASSERT_TRUE(locker);
 	hand_off(*locker, "auth/acl");
+}
+
+// a waiting writer of the lock-only user cannot mark itself (no TIME, no
+// ZADD): it waits unmarked and is granted, never refused for a command the
+// lock does not need
+TEST_F(RedisAuth, a_lock_only_users_waiting_writer_waits_unmarked_and_is_granted)
+{
+	auto locker = connected(server.url("pglease:" + locker_pw_in_url));
+	ASSERT_TRUE(locker);
+	const std::string r = "auth/unmarked";
+	auto first = locker->acquire(r, opts(10s));
+	ASSERT_TRUE(first) << first.error();
+	auto waiter = std::async(std::launch::async, [&] { return locker->acquire(r, opts(10s, 5s)); });
+	std::this_thread::sleep_for(300ms);
+	auto marks = server.admin({"EXISTS", "pglease:lock:" + r + std::string{"\0writers", 8}});
+	ASSERT_TRUE(marks && marks->is_integer());
+	EXPECT_EQ(marks->integer, 0) << "a user without ZADD left a mark";
+	ASSERT_TRUE(first->release());
+	auto second = waiter.get();
+	ASSERT_TRUE(second) << second.error();
+	EXPECT_GT(second->token(), first->token());
+}
+
+// the user of shared leases: its readers share, and its waiting writer
+// marks itself within the lock's key pattern and holds a later reader back
+TEST_F(RedisAuth, acl_user_with_the_shared_commands_shares_and_its_waiting_writer_holds_readers_back)
+{
+	auto line = words(sharer_acl_line);
+	for (auto &w : line)
+		if (w == ">PASSWORD")
+			w = ">" + locker_pw;
+	ASSERT_TRUE(server.acl(line));
+	auto locker = connected(server.url("sharer:" + locker_pw_in_url));
+	ASSERT_TRUE(locker);
+	const std::string r = "auth/shared";
+	auto reader = opts(10s);
+	reader.mode = pglease::Mode::shared;
+	auto a = locker->acquire(r, reader);
+	ASSERT_TRUE(a) << a.error();
+	auto b = std::async(std::launch::async, [&] { return locker->acquire(r, reader); }).get();
+	ASSERT_TRUE(b) << "a second reader beside the first: " << b.error();
+	auto writer = std::async(std::launch::async, [&] { return locker->acquire(r, opts(10s, 5s)); });
+	std::this_thread::sleep_for(300ms);
+	auto marks = server.admin({"ZCARD", "pglease:lock:" + r + std::string{"\0writers", 8}});
+	ASSERT_TRUE(marks && marks->is_integer());
+	EXPECT_EQ(marks->integer, 1) << "the waiting writer left no mark";
+	auto late = std::async(std::launch::async, [&] { return locker->try_acquire(r, reader); }).get();
+	ASSERT_FALSE(late) << "a reader joined the readers while a writer waited";
+	EXPECT_EQ(late.error().code, Errc::timeout) << late.error();
+	ASSERT_TRUE(a->release());
+	ASSERT_TRUE(b->release());
+	auto w = writer.get();
+	ASSERT_TRUE(w) << w.error();
+	EXPECT_GT(w->token(), b->token());
 }
 
 TEST_F(RedisAuth, another_acl_user_can_neither_take_over_renew_release_nor_delete_the_lease)

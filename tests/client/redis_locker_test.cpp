@@ -712,6 +712,27 @@ reader(milliseconds ttl, milliseconds wait = 0ms)
 	return o;
 }
 
+// writers_key -- where the waiting writers of resource() mark themselves:
+// the lock's name, a NUL byte, "writers" (the banner)
+std::string
+writers_key()
+{
+	return "pglease:lock:" + resource() + std::string{"\0writers", 8};
+}
+
+// marks -- the holders marked as waiting writers, or why not
+std::vector<std::string>
+marks(RedisServer &server)
+{
+	auto all = server.raw({"ZRANGE", writers_key(), "0", "-1"});
+	EXPECT_TRUE(all && all->is_array()) << "ZRANGE of the writers' key";
+	std::vector<std::string> out;
+	if (all && all->is_array())
+		for (const auto &e : all->elements)
+			out.push_back(e.text);
+	return out;
+}
+
 } // namespace
 
 // the layout the banner documents: readers are members of a sorted set at
@@ -756,9 +777,8 @@ TEST_F(RedisLocker, a_writer_that_stops_waiting_takes_its_mark_back)
 	auto writer = in_other_thread([&] { return locker->acquire(resource(), opts(10s, 400ms)); });
 	ASSERT_FALSE(writer) << "a writer was granted beside a reader";
 	EXPECT_EQ(writer.error().code, Errc::timeout) << writer.error();
-	auto marks = server.raw({"ZRANGEBYLEX", "pglease:lock:" + resource(), "[=w:", "[=w:\xff"});
-	ASSERT_TRUE(marks && marks->is_array()) << "ZRANGEBYLEX";
-	EXPECT_TRUE(marks->elements.empty()) << "the writer's mark outlived its wait";
+	EXPECT_TRUE(marks(server).empty()) << "the writer's mark outlived its wait";
+	EXPECT_FALSE(server.exists(writers_key())) << "the writers' key outlived its last mark";
 	auto second = in_other_thread([&] { return locker->try_acquire(resource(), reader(10s)); });
 	EXPECT_TRUE(second) << "a reader was held back by a writer no longer waiting: " << second.error();
 }
@@ -769,11 +789,10 @@ TEST_F(RedisLocker, a_dead_writers_mark_expires_and_readers_are_granted_again)
 {
 	auto first = in_other_thread([&] { return locker->acquire(resource(), reader(10s)); });
 	ASSERT_TRUE(first) << first.error();
-	const std::string lock = "pglease:lock:" + resource();
 	auto time = server.raw({"TIME"});
 	ASSERT_TRUE(time && time->is_array() && time->elements.size() == 2);
 	auto now_ms = std::stoll(time->elements[0].text) * 1000 + std::stoll(time->elements[1].text) / 1000;
-	auto added = server.raw({"ZADD", lock, std::to_string(now_ms + 1500), "=w:ghost"});
+	auto added = server.raw({"ZADD", writers_key(), std::to_string(now_ms + 1500), "ghost"});
 	ASSERT_TRUE(added && added->is_integer() && added->integer == 1);
 	auto held_back = in_other_thread([&] { return locker->try_acquire(resource(), reader(10s)); });
 	ASSERT_FALSE(held_back) << "a reader was granted while a writer's mark lived";
@@ -783,6 +802,82 @@ TEST_F(RedisLocker, a_dead_writers_mark_expires_and_readers_are_granted_again)
 	ASSERT_TRUE(later) << "the reader was not granted after the mark expired: " << later.error();
 	EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "granted long after the mark expired";
 	EXPECT_GT(later->token(), first->token());
+}
+
+// behind another writer's lock (a string, with no room for marks) a waiting
+// writer still holds later readers back: when that lock ends, the writer
+// goes first and the readers after it
+TEST_F(RedisLocker, a_writer_waiting_behind_a_writers_lock_goes_before_later_readers)
+{
+	auto held = opts(10s);
+	held.auto_renew = false;
+	auto first = locker->acquire(resource(), held);
+	ASSERT_TRUE(first) << first.error();
+	auto writer = std::async(std::launch::async, [&] { return locker->acquire(resource(), opts(10s, 10s)); });
+	ASSERT_TRUE(eventually([&] { return marks(server).size() == 1; }, 3s)) << "the waiting writer left no mark";
+	auto pttl = server.raw({"PTTL", writers_key()});
+	ASSERT_TRUE(pttl && pttl->is_integer());
+	EXPECT_GT(pttl->integer, 0) << "the writers' key never expires";
+	EXPECT_LE(pttl->integer, 3000) << "a mark lives 3 s after the writer's last poll";
+	// the first lock ends without a release (as an expiry does): whoever
+	// asks first wins the race but a reader may not
+	auto deleted = server.raw({"DEL", "pglease:lock:" + resource()});
+	ASSERT_TRUE(deleted && deleted->is_integer() && deleted->integer == 1);
+	auto overtaking = in_other_thread([&] { return locker->try_acquire(resource(), reader(10s)); });
+	ASSERT_FALSE(overtaking) << "a reader overtook the writer waiting before it";
+	EXPECT_EQ(overtaking.error().code, Errc::timeout) << overtaking.error();
+	auto w = writer.get();
+	ASSERT_TRUE(w) << w.error();
+	EXPECT_GT(w->token(), first->token());
+	EXPECT_TRUE(marks(server).empty()) << "the granted writer kept its mark";
+	auto later = std::async(std::launch::async, [&] { return locker->acquire(resource(), reader(10s, 5s)); });
+	EXPECT_EQ(later.wait_for(300ms), std::future_status::timeout) << "a reader was granted beside the writer";
+	ASSERT_TRUE(w->release());
+	auto r = later.get();
+	ASSERT_TRUE(r) << "the reader was not granted after the writer: " << r.error();
+	EXPECT_GT(r->token(), w->token());
+}
+
+// two writers waiting behind a third's lock: the readers wait for both,
+// not only for the writer that marked last
+TEST_F(RedisLocker, readers_wait_for_every_waiting_writer)
+{
+	auto first = locker->acquire(resource(), opts(10s));
+	ASSERT_TRUE(first) << first.error();
+	auto w1 = std::async(std::launch::async, [&] { return locker->acquire(resource(), opts(10s, 10s)); });
+	auto w2 = std::async(std::launch::async, [&] { return locker->acquire(resource(), opts(10s, 10s)); });
+	ASSERT_TRUE(eventually([&] { return marks(server).size() == 2; }, 3s)) << "two waiting writers, two marks";
+	auto readers = std::async(std::launch::async, [&] { return locker->acquire(resource(), reader(10s, 10s)); });
+	ASSERT_TRUE(first->release());
+	// one writer is granted, then the other, and only then the reader
+	std::optional<pglease::Lease> second, third;
+	std::future<pglease::Result<pglease::Lease>> *done = nullptr;
+	ASSERT_TRUE(eventually(
+	    [&] {
+		    for (auto *w : {&w1, &w2})
+			    if (w->wait_for(0ms) == std::future_status::ready)
+				    done = w;
+		    return done != nullptr;
+	    },
+	    3s))
+	    << "neither writer was granted after the release";
+	auto got_first = done->get();
+	ASSERT_TRUE(got_first) << got_first.error();
+	second.emplace(std::move(*got_first));
+	EXPECT_EQ(marks(server).size(), 1u) << "the granted writer kept its mark, or the other lost its own";
+	EXPECT_EQ(readers.wait_for(300ms), std::future_status::timeout) << "a reader was granted beside a writer";
+	ASSERT_TRUE(second->release());
+	auto &other = w1.valid() ? w1 : w2;
+	auto got = other.get();
+	ASSERT_TRUE(got) << "the second writer: " << got.error();
+	third.emplace(std::move(*got));
+	EXPECT_EQ(readers.wait_for(300ms), std::future_status::timeout)
+	    << "a reader overtook the second waiting writer";
+	ASSERT_TRUE(third->release());
+	auto r = readers.get();
+	ASSERT_TRUE(r) << r.error();
+	EXPECT_GT(r->token(), third->token());
+	EXPECT_GT(third->token(), second->token());
 }
 
 TEST_F(RedisLocker, token_level_calls_act_on_one_shared_grant_and_its_holder_only)

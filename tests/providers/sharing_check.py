@@ -27,8 +27,6 @@ request's start (R) and that return.  Properties:
     a waiting writer, a later permit behind a waiting permit.  Without
     --fifo, still no reader overtook a waiting writer (the same check, A a
     writer and B a reader): the contract is writer-preferring everywhere;
-    with --writer-mark (Redis: no queue; a waiting writer's mark is kept
-    among the readers' grants) only readers granted while another reader held;
   - every acquire returned within its wait + GRACE_MS (3000), freezes of
     its process excepted, and every request has an outcome unless its
     process was killed;
@@ -206,26 +204,13 @@ def writer(r):
     return r.limit == 0 and r.mode == "exclusive"
 
 
-def held_until(r):
-    ends = [x for x in (r.stop, r.deadline) if x is not None]
-    return min(ends) if ends else r.end
-
-
-def check_fifo(requests, freezes, writers_only=False, among_readers=False):
+def check_fifo(requests, freezes, writers_only=False):
     """Requests of one resource: B started well after A waited, granted well
-    before A's turn ended (writers_only: A a writer, B a reader;
-    among_readers: only readers B granted while another reader held, where
-    a provider without a queue (Redis) keeps a waiting writer's mark)."""
+    before A's turn ended (writers_only: A a writer, B a reader)."""
     waiting = [a for a in requests if a.wait_us > 0 and a.seq > 0 and a.end is not None
                and (a.granted or a.errc == "timeout") and not overlaps(freezes[a.source], a.start, a.end)
                and (writer(a) or not writers_only)]
-    readers = [r for r in requests if r.granted and r.mode == "shared"]
-
-    def while_readers_held(b):
-        return any(r is not b and r.end + GRANT_MARGIN_US < b.end < held_until(r) for r in readers)
-
-    by_start = sorted((r for r in requests if r.granted and (r.mode == "shared" or not writers_only)
-                       and (not among_readers or while_readers_held(r))),
+    by_start = sorted((r for r in requests if r.granted and (r.mode == "shared" or not writers_only)),
                       key=lambda r: r.start)
     starts = [r.start for r in by_start]
     first = [None] * (len(by_start) + 1)  # first[i]: the earliest granted among by_start[i:]
@@ -274,7 +259,7 @@ def check_refusals(requests):
 def main(argv):
     flags = {a for a in argv if a.startswith("--")}
     args = [a for a in argv if not a.startswith("--")]
-    if len(args) < 2 or flags - {"--fifo", "--chaos", "--writer-mark"}:
+    if len(args) < 2 or flags - {"--fifo", "--chaos"}:
         sys.exit("usage: sharing_check.py [--fifo] [--chaos] NAME LOG...")
     name, paths = args[0], args[1:]
     requests, kills, freezes = read(paths)
@@ -300,8 +285,7 @@ def main(argv):
             bad[P_FIFO] += overtaken
             waiters_checked += checked
         else:
-            overtaken, checked = check_fifo(rs, freezes, writers_only=True,
-                                            among_readers="--writer-mark" in flags)
+            overtaken, checked = check_fifo(rs, freezes, writers_only=True)
             bad[P_WRITER_FIRST] += overtaken
             waiters_checked += checked
         waited = sum(1 for g in grants if g.end - g.start > 100000)

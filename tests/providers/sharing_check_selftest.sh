@@ -98,17 +98,6 @@ FLAGS="--chaos"
 plant reader_overtook_writer_without_fifo "no reader overtook a waiting writer" \
 	c5 "R c5-0:5:2 p/rw exclusive 0 2000 1000000\nE c5-0:5:2 timeout - 3000000\n" \
 	c6 "R c6-0:8:1 p/rw shared 0 2000 1400000\nG c6-0:8:1 50 1500000 2000000\nU c6-0:8:1 1600000\n"
-# Redis (--writer-mark): a waiting writer's mark lives among the readers'
-# grants: a reader granted while another reader holds must not overtake it ...
-FLAGS="--chaos --writer-mark"
-plant reader_overtook_writer_among_readers "no reader overtook a waiting writer" \
-	c5 "R c5-0:5:2 p/rw exclusive 0 2000 1000000\nE c5-0:5:2 timeout - 3000000\n" \
-	c7 "R c7-0:9:1 p/rw shared 0 0 1290000\nG c7-0:9:1 48 1300000 2500000\nU c7-0:9:1 2400000\n" \
-	c6 "R c6-0:8:1 p/rw shared 0 2000 1400000\nG c6-0:8:1 50 1700000 2000000\nU c6-0:8:1 1800000\n"
-# ... but one granted when no reader held (behind another writer's lock) may race it
-allowed reader_may_race_a_writer_with_no_reader_holding \
-	c5 "R c5-0:5:2 p/rw exclusive 0 2000 1000000\nE c5-0:5:2 timeout - 3000000\n" \
-	c6 "R c6-0:8:1 p/rw shared 0 2000 1400000\nG c6-0:8:1 50 1500000 2000000\nU c6-0:8:1 1600000\n"
 FLAGS="--chaos"
 # ... and without FIFO a permit may overtake a permit
 allowed try_may_barge_without_fifo \

@@ -114,9 +114,6 @@ for p in "${PROVIDERS[@]}"; do
 	fi
 	FLAGS[$p]=""
 	[[ "$caps" != *fifo_wait=1* ]] || FLAGS[$p]="--fifo"
-	# Redis: no queue; a waiting writer's mark lives among the readers' grants,
-	# so writer preference holds while readers hold (docs/shared-leases.md, Redis)
-	[ "$p" != redis ] || FLAGS[$p]="${FLAGS[$p]} --writer-mark"
 	[ "$p" = memory ] || FLAGS[$p]="${FLAGS[$p]} --chaos"
 	echo "# $p: $caps: $kinds for $SECONDS_RUN s, $CLIENTS clients, TTL $TTL_MS ms"
 	run "$p" "$kinds"

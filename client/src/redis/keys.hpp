@@ -11,6 +11,7 @@ namespace pglease::detail::redis {
 
 struct Keys {
 	std::string lock;     ///< pglease:lock:<r>: the grant, "<token>:<holder>", PX ttl; or shared grants, a sorted set
+	std::string writers;  ///< pglease:lock:<r> NUL "writers": waiting writers' marks, a sorted set
 	std::string counter;  ///< pglease:token:<r>: the token (term) counter, no TTL
 	std::string released; ///< pglease:released:<r>: channel, a release wakes waiting candidates
 	std::string value;    ///< pglease:value:<r>: an election's "<term>:<since ms>:<value>", PX ttl
@@ -21,7 +22,9 @@ inline Keys
 keys_of(std::string_view resource)
 {
 	std::string r{resource};
-	return Keys{"pglease:lock:" + r, "pglease:token:" + r, "pglease:released:" + r, "pglease:value:" + r,
+	// the writers' key: the lock's name, a NUL byte, "writers" -- no
+	// resource's lock (names hold no NUL), and within the lock's ACL pattern
+	return Keys{"pglease:lock:" + r, "pglease:lock:" + r + std::string{"\0writers", 8}, "pglease:token:" + r, "pglease:released:" + r, "pglease:value:" + r,
 	            "pglease:election:" + r};
 }
 

@@ -25,6 +25,8 @@
 // Keys (not hash-tagged: one node, no Redis Cluster; redis/keys.hpp):
 //   pglease:lock:<resource>      the grant, "<token>:<holder>", PX ttl; or
 //                                the shared grants or permits, a sorted set
+//   pglease:lock:<resource>\0writers  the waiting writers' marks, a sorted
+//                                set (\0: a NUL byte, in no resource's name)
 //   pglease:token:<resource>     the token counter (a plain integer, no TTL)
 //   pglease:released:<resource>  the pub/sub channel a release publishes on
 // and for an election (redis/election.cpp, docs/election.md):
@@ -39,7 +41,8 @@
 // ACL SETUSER line: tests/client/redis_auth_test.cpp).  Shared leases and
 // permits add TIME, ZADD, ZRANGE, ZRANGEBYSCORE, ZREMRANGEBYSCORE, ZSCORE
 // and ZREM (the lock scripts call them only on a resource that has shared
-// grants, so a lock-only user keeps working).  Elections add the
+// grants, and a waiting writer's mark through pcall, so a lock-only user
+// keeps working: its writers wait unmarked).  Elections add the
 // key pglease:value:*, the channel pglease:election:* and the command TIME
 // (the term's since; tests/client/redis_election_test.cpp).  A refused
 // AUTH, a key or a command outside the user's ACL is Errc::permission, and
@@ -67,9 +70,8 @@
 // Shared leases and semaphores (docs/shared-leases.md): while a resource
 // has readers or permits, its lock key is a sorted set instead of the lock's
 // string: one member "<token>:<holder>" per grant, scored by its expiry in
-// the server's TIME (ms), "=shared" or "=limit:<N>" saying which it is, and
-// "=w:<holder>" for each writer waiting for the readers to leave.  Each
-// script prunes the members that expired, then decides, in one step; the
+// the server's TIME (ms), and "=shared" or "=limit:<N>" saying which it is.
+// Each script prunes the members that expired, then decides, in one step; the
 // key's own PTTL covers its longest member, so it ends with its last grant.
 // Tokens come from the same counter as the locks', so they increase across
 // modes.  The lock stays the string it always was (older clients, elections
@@ -77,11 +79,11 @@
 // WRONGTYPE, an error, never a grant), and the exclusive scripts keep their
 // one key and their ACL: one key means the check "no shared grant" is in
 // the same script as the grant.  Writer preference without a queue: a
-// writer that waits refreshes its "=w:" mark (writer_mark, 3 s) at each
-// poll, and no reader is granted while a mark lives; it takes its mark back
-// when its wait is over.  The mark lives in the set, so it holds readers
-// back while readers hold; behind another writer's lock (a string) there is
-// nowhere to keep it, and on that lock's release readers and writers race.
+// writer that waits refreshes its mark (writer_mark, 3 s) in the writers'
+// key at each poll, whatever holds the resource, and no reader is granted
+// while a mark lives; it takes its mark back when granted or when its wait
+// is over (mark_lua).  A writer whose ACL user lacks TIME, ZADD,
+// ZREMRANGEBYSCORE or ZREM waits unmarked: readers may then overtake it.
 // Renew and release name a grant by its member, the token-level calls by
 // "<token>:" as for locks.
 //
@@ -158,9 +160,7 @@ end
 // The sorted set of a resource's shared grants or permits (at the lock key):
 //   "<token>:<holder>"  one grant, scored by its expiry (the server's TIME, ms)
 //   "=shared" or "=limit:<N>"  what the grants are, scored +inf
-//   "=w:<holder>"  a writer waiting for the readers to leave, scored by its
-//                  expiry (writer_mark: a few polls of its wait)
-// Every script prunes what expired (ZREMRANGEBYSCORE) before it reads, and
+// (waiting writers' marks are a set of their own, see mark_lua).  Every script prunes what expired (ZREMRANGEBYSCORE) before it reads, and
 // keeps the key's PTTL at least as long as its longest member (cover), so
 // the key ends by itself after its last grant.  A request that disagrees
 // with the set's kind is PGLEASE_MISMATCH <kind> (own:<kind>: the holder's
@@ -179,18 +179,15 @@ end
 local function mismatch(kind)
 	error(redis.error_reply('PGLEASE_MISMATCH ' .. kind))
 end
--- read_grants: {kind, grants = {{member, token, holder, expiry}}, writers,
--- first (the earliest grant's expiry), writer_end}, after the pruning
+-- read_grants: {kind, grants = {{member, token, holder, expiry}},
+-- first (the earliest grant's expiry)}, after the pruning
 local function read_grants(key, now)
 	redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now))
 	local all = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
-	local s = {grants = {}, writers = 0}
+	local s = {grants = {}}
 	for i = 1, #all, 2 do
 		local m, score = all[i], tonumber(all[i + 1])
-		if string.sub(m, 1, 3) == '=w:' then
-			s.writers = s.writers + 1
-			s.writer_end = math.max(s.writer_end or 0, score)
-		elseif string.sub(m, 1, 1) == '=' then
+		if string.sub(m, 1, 1) == '=' then
 			s.kind = string.sub(m, 2)
 		else
 			local sep = string.find(m, ':', 1, true)
@@ -202,9 +199,9 @@ local function read_grants(key, now)
 	end
 	return s
 end
--- idle: nothing left to keep (no grant, no waiting writer): the key goes
+-- idle: no grant left: the key goes
 local function drop_if_idle(key, s)
-	if #s.grants == 0 and s.writers == 0 then
+	if #s.grants == 0 then
 		redis.call('DEL', key)
 		return true
 	end
@@ -215,23 +212,54 @@ local function wait_for(t, now)
 end
 )lua";
 
-// KEYS: lock, counter.  ARGV: holder, ttl (ms), writer mark (ms; '0': not
-// waiting) -- the mark is absent for a campaign (ARGV[3] is its value).
+// The marks of the writers waiting for a resource, at its writers' key (the
+// lock's name, a NUL byte, "writers"; redis/keys.hpp): a sorted set of
+// holders, each scored by its mark's expiry (the server's TIME, ms), the
+// key's PTTL covering the longest.  A writer that waits (re)marks itself at
+// each poll, whatever holds the resource -- readers or another writer's
+// lock -- and takes its mark back when granted or when its wait is over;
+// no reader is granted while a mark lives (share_script), so readers that
+// come after a waiting writer go after it (writer preference), also when
+// the writer before it releases.  mark_writer goes through pcall: a user
+// whose ACL lacks TIME or ZADD (a lock-only user) waits unmarked instead of
+// failing; the lock's own commands are never refused by it.
+const std::string mark_lua = R"lua(
+local function mark_writer(key, holder, ms)
+	local t = redis.pcall('TIME')
+	if t.err then return end
+	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+	local pruned = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now))
+	if type(pruned) == 'table' and pruned.err then return end
+	local added = redis.pcall('ZADD', key, string.format('%d', math.min(now + ms, limit)), holder)
+	if type(added) == 'table' and added.err then return end
+	if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, string.format('%d', ms)) end
+end
+local function unmark_writer(key, holder)
+	local removed = redis.pcall('ZREM', key, holder)
+	if type(removed) ~= 'number' then return 0 end
+	return removed
+end
+)lua";
+
+// KEYS: lock, counter, writers.  ARGV: holder, ttl (ms), writer mark (ms;
+// '0': not waiting), '1' when this request has marked itself before.  (A
+// campaign marks nothing: its KEYS[3] and ARGV[3] are its value's.)
 // > 0: the token granted (or the holder's own, its expiry set to ttl); <= 0:
 // held by another holder, -(ms until it may be free).  Every check comes
 // before the first write, so a refusal (an error reply) changes nothing.
-// On shared grants (the sorted set): a waiting writer marks itself, so
-// no later reader is granted (writer preference); the readers' last
-// release or expiry frees the resource, and the set is replaced by the
-// lock.  Permits there, or a reader's grant of this holder, are a mismatch.
-// acquire_lua defines acquire(prepare, mark): the script's answer, for
+// A waiting writer marks itself (mark_lua), on shared grants (the sorted
+// set) or behind another holder's lock; the readers' last release or
+// expiry frees the resource, and the set is replaced by the lock.  Permits
+// there, or a reader's grant of this holder, are a mismatch.
+// acquire_lua defines acquire(prepare, w): the script's answer, for
 // acquire_script as it is and for campaign_script before it stores the
-// value.  prepare (nil for a lock) runs with the token about to be granted
+// value; w (nil for a campaign) is {key, mark, marked}, the writer's mark.
+// prepare (nil for a lock) runs with the token about to be granted
 // before the first write: Redis checks a script's commands and channels
 // against the user's ACL only when it calls them, and a script is not
 // rolled back, so whatever may be refused runs before anything is written.
-const std::string acquire_lua = common_lua + grants_lua + R"lua(
-local function over_grants(mark)
+const std::string acquire_lua = common_lua + grants_lua + mark_lua + R"lua(
+local function over_grants()
 	local now = now_ms()
 	local s = read_grants(KEYS[1], now)
 	for _, g in ipairs(s.grants) do
@@ -242,17 +270,21 @@ local function over_grants(mark)
 		return nil
 	end
 	if s.kind ~= 'shared' then mismatch(s.kind or '?') end
-	if mark and mark > 0 then
-		redis.call('ZADD', KEYS[1], expiry(now, mark), '=w:' .. ARGV[1])
-		cover(KEYS[1], mark)
-	end
 	return wait_for(s.first, now)
 end
-local function acquire(prepare, mark)
+local function refuse(w, answer)
+	if w and w.mark > 0 then mark_writer(w.key, ARGV[1], w.mark) end
+	return answer
+end
+local function granted(w, token)
+	if w and w.marked then unmark_writer(w.key, ARGV[1]) end
+	return token
+end
+local function acquire(prepare, w)
 	local current, grants = read_lock(KEYS[1])
 	if grants then
-		local refused = over_grants(mark)
-		if refused then return refused end
+		local refused = over_grants()
+		if refused then return refuse(w, refused) end
 	end
 	if current then
 		local sep = string.find(current, ':', 1, true)
@@ -263,24 +295,26 @@ local function acquire(prepare, mark)
 			end
 			if prepare then prepare(token) end
 			redis.call('PEXPIRE', KEYS[1], ARGV[2])
-			return token
+			return granted(w, token)
 		end
-		return -math.max(redis.call('PTTL', KEYS[1]), 1)
+		return refuse(w, -math.max(redis.call('PTTL', KEYS[1]), 1))
 	end
 	local token = next_token()
 	if prepare then prepare(token) end
 	token = redis.call('INCR', KEYS[2])
 	redis.call('SET', KEYS[1], string.format('%d', token) .. ':' .. ARGV[1], 'PX', ARGV[2])
-	return token
+	return granted(w, token)
 end
 )lua";
 
-const Script acquire_script{acquire_lua + "return acquire(nil, tonumber(ARGV[3]))\n"};
+const Script acquire_script{acquire_lua +
+                            "return acquire(nil, {key = KEYS[3], mark = tonumber(ARGV[3]), marked = ARGV[4] == '1'})\n"};
 
-// KEYS: lock, counter.  ARGV: holder, ttl (ms), kind ('shared' or
+// KEYS: lock, counter, writers.  ARGV: holder, ttl (ms), kind ('shared' or
 // 'limit:<N>'), N (0 for shared).  acquire_script's answers, for a reader or
 // a permit: granted while the set's grants admit it -- a reader while no
-// writer holds or waits, a permit while fewer than N are held.  A lock held
+// writer holds or waits (no live mark at KEYS[3]), a permit while fewer
+// than N are held.  A lock held
 // (a string) makes a reader wait; a permit request there is a mismatch.
 const Script share_script{common_lua + grants_lua + R"lua(
 local holder, ttl, kind, n = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -302,12 +336,10 @@ for _, g in ipairs(s.grants) do
 	end
 end
 if drop_if_idle(KEYS[1], s) then s.kind = nil end
-if s.kind and s.kind ~= kind then
-	if #s.grants == 0 then mismatch('lock') end -- only writers wait: their locks
-	mismatch(s.kind)
-end
+if s.kind and s.kind ~= kind then mismatch(s.kind) end
 if kind == 'shared' then
-	if s.writers > 0 then return wait_for(s.writer_end, now) end
+	local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+	if last[2] and tonumber(last[2]) > now then return wait_for(tonumber(last[2]), now) end
 elseif #s.grants >= n then
 	return wait_for(s.first, now)
 end
@@ -391,15 +423,9 @@ redis.call('PUBLISH', ARGV[3], 'released')
 return 1
 )lua"};
 
-// KEYS: lock.  ARGV: holder.  A writer that stops waiting (its wait is
+// KEYS: writers.  ARGV: holder.  A writer that stops waiting (its wait is
 // over) takes its mark back, so the readers need not wait for its expiry.
-const Script withdraw_script{common_lua + grants_lua + R"lua(
-local _, grants = read_lock(KEYS[1])
-if not grants then return 0 end
-local removed = redis.call('ZREM', KEYS[1], '=w:' .. ARGV[1])
-if removed == 1 then drop_if_idle(KEYS[1], read_grants(KEYS[1], now_ms())) end
-return removed
-)lua"};
+const Script withdraw_script{mark_lua + "return unmark_writer(KEYS[1], ARGV[1])\n"};
 
 // An election's grant is a lock: its scripts see shared grants as "not held".
 const std::string leader_match_lua = common_lua + grants_lua + match_lua + "if member then return 0 end\n";
@@ -717,6 +743,7 @@ private:
 		const bool writer = !value && options.mode == Mode::exclusive && options.limit == 0;
 		const std::string mark =
 		    writer && options.wait > milliseconds{0} ? std::to_string(writer_mark.count()) : "0";
+		bool marked = false; // the script has marked this writer (mark_lua)
 		std::optional<redis::Subscriber> woken_by_release;
 		bool subscribed = false;
 		Backoff delay{milliseconds{25}, milliseconds{1000}};
@@ -725,7 +752,8 @@ private:
 			if (budget <= milliseconds{0})
 				return not_granted(resource, options);
 			auto sent = Clock::now();
-			auto answer = integer_of(ask(keys, options, holder, value, provisional_ttl, mark, budget), *node_, keys);
+			auto answer =
+			    integer_of(ask(keys, options, holder, value, provisional_ttl, mark, marked, budget), *node_, keys);
 			if (!answer) {
 				Error e = answer.error();
 				if (e.sqlstate == "LS003")
@@ -736,11 +764,12 @@ private:
 			if (*answer > 0)
 				return confirm(resource, std::move(keys), value != nullptr, *answer, holder, options.ttl,
 				               provisional, sent, call_deadline);
+			marked = marked || mark != "0";
 			auto now = Clock::now();
 			if (now >= give_up) {
-				if (mark != "0") // best effort: else the mark expires by itself
+				if (marked) // best effort: else the mark expires by itself
 					if (auto left = left_of(call_deadline, grace_); left > milliseconds{0})
-						(void)node_->eval(withdraw_script, {keys.lock}, {holder}, left);
+						(void)node_->eval(withdraw_script, {keys.writers}, {holder}, left);
 				return not_granted(resource, options);
 			}
 			if (!subscribed) {
@@ -766,15 +795,16 @@ private:
 	// ask -- one try of the script for the request: the campaign's, the
 	// lock's, or a reader's or permit's
 	Result<Reply> ask(const Keys &keys, const LeaseOptions &options, const std::string &holder,
-	                  const std::string *value, const std::string &ttl, const std::string &mark,
+	                  const std::string *value, const std::string &ttl, const std::string &mark, bool marked,
 	                  milliseconds budget)
 	{
 		if (value)
 			return node_->eval(campaign_script, {keys.lock, keys.counter, keys.value},
 			                   {holder, ttl, *value, keys.election}, budget);
 		if (options.mode == Mode::exclusive && options.limit == 0)
-			return node_->eval(acquire_script, {keys.lock, keys.counter}, {holder, ttl, mark}, budget);
-		return node_->eval(share_script, {keys.lock, keys.counter},
+			return node_->eval(acquire_script, {keys.lock, keys.counter, keys.writers},
+			                   {holder, ttl, mark, marked ? "1" : "0"}, budget);
+		return node_->eval(share_script, {keys.lock, keys.counter, keys.writers},
 		                   {holder, ttl, kind_of(options), std::to_string(options.limit)}, budget);
 	}
 
