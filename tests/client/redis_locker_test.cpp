@@ -263,6 +263,25 @@ TEST_F(RedisLocker, contended_then_released_then_higher_token)
 	EXPECT_GT(third->token(), first->token()) << "the next grant's token must be higher";
 }
 
+// the server keeps a key until its clock, in whole ms rounded down, + ttl
+// (up to 1 ms before the client's sent + ttl), on its wall clock: each local
+// deadline leaves 2 ms + ttl/1000 out, at acquire (with and without the
+// extension past statement_grace) and at each renewal
+TEST_F(RedisLocker, the_local_deadline_leaves_the_servers_rounding_and_clock_rate_out)
+{
+	for (auto ttl : {milliseconds{1000}, milliseconds{10000}, milliseconds{600000}}) {
+		auto o = opts(ttl);
+		o.auto_renew = false;
+		auto lease = locker->acquire(resource() + "/" + std::to_string(ttl.count()), o);
+		ASSERT_TRUE(lease) << lease.error();
+		EXPECT_LE(lease->remaining(), ttl - ttl / 1000 - 2ms) << "ttl " << ttl.count() << " ms: at acquire";
+		EXPECT_GT(lease->remaining(), ttl - ttl / 1000 - 500ms) << "ttl " << ttl.count() << " ms";
+		ASSERT_TRUE(lease->renew());
+		EXPECT_LE(lease->remaining(), ttl - ttl / 1000 - 2ms) << "ttl " << ttl.count() << " ms: at renewal";
+		ASSERT_TRUE(lease->release());
+	}
+}
+
 TEST_F(RedisLocker, expired_grant_is_taken_over_and_its_renew_is_lost)
 {
 	auto o = opts(300ms);

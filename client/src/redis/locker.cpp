@@ -451,6 +451,18 @@ const Script resign_script{leader_match_lua + "redis.call('PUBLISH', ARGV[3], 'r
 constexpr milliseconds max_redis_ttl{(std::int64_t{1} << 53) - 1};
 // The largest token (the acquire script's limit): 2^53-1.
 constexpr std::int64_t max_token = (std::int64_t{1} << 53) - 1;
+// margin_of -- what each local deadline leaves out of the TTL: the server
+// keeps a key until (its clock in whole ms, rounded down, when the script
+// ran) + ttl, up to 1 ms before sent + ttl, on its wall clock, whose rate
+// may differ from the client's steady clock (NTP slews by at most 500
+// ppm); so 2 ms (the rounding, and as much again) + ttl/1000 (twice the
+// slew), and a holder's deadline never outlasts the server's key
+milliseconds
+margin_of(milliseconds ttl) noexcept
+{
+	return ttl / 1000 + milliseconds{2};
+}
+
 // How long a waiting writer's mark holds later readers back after its last
 // poll: a few of its polls (at most a second apart), so a writer that
 // died waiting stops blocking readers soon.
@@ -695,6 +707,8 @@ public:
 
 protected:
 	milliseconds max_ttl() const noexcept override { return max_redis_ttl; }
+	// every renewal's deadline leaves margin_of(ttl) out (the engine's drift)
+	milliseconds drift(milliseconds ttl) const noexcept override { return margin_of(ttl); }
 
 	Result<Granted> grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
 	                      milliseconds) override
@@ -817,7 +831,7 @@ private:
 		std::string value = std::to_string(token) + ":" + holder;
 		Granted g;
 		g.token = token;
-		g.deadline = deadline_after(sent, provisional);
+		g.deadline = deadline_after(sent, provisional - margin_of(provisional));
 		if (ttl > provisional) {
 			auto extended_at = Clock::now();
 			auto budget = left_of(call_deadline, grace_);
@@ -836,7 +850,7 @@ private:
 				                 " but could not be extended to its ttl " + format_duration(ttl) + ": " +
 				                 why + " (the provisional grant expires by itself)"};
 			}
-			g.deadline = deadline_after(extended_at, ttl);
+			g.deadline = deadline_after(extended_at, ttl - margin_of(ttl));
 		}
 		g.grant = std::make_unique<RedisGrant>(node_, std::move(keys), election, std::move(value), grace_,
 		                                       g.deadline);
