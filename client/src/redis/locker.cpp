@@ -451,12 +451,15 @@ const Script resign_script{leader_match_lua + "redis.call('PUBLISH', ARGV[3], 'r
 constexpr milliseconds max_redis_ttl{(std::int64_t{1} << 53) - 1};
 // The largest token (the acquire script's limit): 2^53-1.
 constexpr std::int64_t max_token = (std::int64_t{1} << 53) - 1;
-// margin_of -- what each local deadline leaves out of the TTL: the server
-// keeps a key until (its clock in whole ms, rounded down, when the script
-// ran) + ttl, up to 1 ms before sent + ttl, on its wall clock, whose rate
-// may differ from the client's steady clock (NTP slews by at most 500
-// ppm); so 2 ms (the rounding, and as much again) + ttl/1000 (twice the
-// slew), and a holder's deadline never outlasts the server's key
+// margin_of -- what each local deadline leaves out of the TTL.  The server
+// counts a key's expiry on its wall clock in whole ms (the key lives while
+// its ms clock is at most the script's start + ttl, so never less than
+// ttl after the send), but that clock's rate may differ from the client's
+// steady clock (NTP slews it by up to 500 ppm) and the two are read at
+// different moments: ttl/1000 (twice the slew) + 2 ms (the ms steps of
+// both, and as much again), the clock-drift allowance of the distlock
+// page's formula with a single node's rate; a holder never relies on its
+// lease up to the instant the server lets the key go.
 milliseconds
 margin_of(milliseconds ttl) noexcept
 {
