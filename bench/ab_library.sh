@@ -21,6 +21,7 @@
 # cluster, which listens on a Unix socket in its own directory only),
 # PGLEASE_AB_NRES (10000).
 set -euo pipefail
+shopt -s inherit_errexit # a failure inside $(run ...) ends the script too
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REV="${1:?usage: bench/ab_library.sh REV}"
@@ -41,12 +42,22 @@ ab_builds "$REV"
 eval "$("$REPO/scripts/cluster.sh" env "$WORK/cluster")"
 ab_databases "$NRES"
 
+# The library is swapped while the server is down, and by rename (a new
+# file): writing over the pg_lease.so a running postmaster has mapped changes
+# the code under it (two restarts of an earlier version of this script found
+# the server unable to shut down).  A failed stop, start or pgbench ends the
+# run: a figure measured on the wrong build is worse than none.
 run() {	# run BUILD CLIENTS -- pairs/s of one pgbench run
-	cp "$WORK/$1.so" "$LIBDIR/pg_lease.so"
-	"$REPO/scripts/cluster.sh" restart "$WORK/cluster" >/dev/null
-	pgbench -n -c "$2" -j "$2" -T "$DURATION" -D nres="$NRES" \
-		-f "$REPO/bench/pgbench/pg_lease.sql" "${1,}_db" 2>/dev/null |
-		sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+	local out tps
+	"$REPO/scripts/cluster.sh" stop "$WORK/cluster" >/dev/null
+	[ ! -f "$WORK/cluster/data/postmaster.pid" ] || die "the cluster did not stop"
+	cp "$WORK/$1.so" "$LIBDIR/pg_lease.so.ab" && mv -f "$LIBDIR/pg_lease.so.ab" "$LIBDIR/pg_lease.so"
+	"$REPO/scripts/cluster.sh" start "$WORK/cluster" "$(cat "$WORK/cluster/mode")" >/dev/null
+	out="$(pgbench -n -c "$2" -j "$2" -T "$DURATION" -D nres="$NRES" \
+		-f "$REPO/bench/pgbench/pg_lease.sql" "${1,}_db" 2>&1)" || die "pgbench failed: $(tail -3 <<<"$out")"
+	tps="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")"
+	[ -n "$tps" ] || die "pgbench printed no tps: $(tail -3 <<<"$out")"
+	echo "$tps"
 }
 
 declare -A tps=()

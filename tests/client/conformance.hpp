@@ -1,10 +1,15 @@
 // conformance.hpp -- what the conformance suites share (conformance_test.cpp
 // for locks, election_conformance_test.cpp for elections): the providers
 // named in PGLEASE_CONFORMANCE, their documented capabilities, and the
-// fixture that connects to one and can stop, start and break its server.
+// fixture that connects to one and can stop, start and break its server;
+// Worker, a helper process of the suite to kill and freeze.
 #pragma once
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <atomic>
 #include <cstdlib>
@@ -153,6 +158,75 @@ protected:
 
 	std::unique_ptr<pglease::Locker> locker;
 	bool stopped = false;
+};
+
+// Worker -- a helper process (the executable named by the environment
+// variable ENV, which tests/providers/conformance.sh sets) run with ARGS,
+// its stdout read line by line; the cases that kill (SIGKILL) or freeze
+// (SIGSTOP) a holder run it so.  Resumed and killed when destroyed.
+class Worker {
+public:
+	Worker(const char *env, const std::vector<std::string> &args)
+	{
+		const char *path = std::getenv(env);
+		if (!path) {
+			ADD_FAILURE() << env << " is not set: run the suite with "
+			                        "`ctest --test-dir build/client -R '^conformance$'`";
+			return;
+		}
+		std::vector<char *> argv{const_cast<char *>(path)};
+		for (const auto &a : args)
+			argv.push_back(const_cast<char *>(a.c_str()));
+		argv.push_back(nullptr);
+		int fds[2];
+		if (pipe(fds) != 0) {
+			ADD_FAILURE() << "pipe failed";
+			return;
+		}
+		pid_ = fork();
+		if (pid_ == 0) {
+			dup2(fds[1], 1);
+			close(fds[0]);
+			close(fds[1]);
+			execv(path, argv.data());
+			_exit(127);
+		}
+		close(fds[1]);
+		out_ = fdopen(fds[0], "r");
+	}
+	Worker(const Worker &) = delete;
+	Worker &operator=(const Worker &) = delete;
+	~Worker()
+	{
+		if (pid_ > 0) {
+			kill(pid_, SIGCONT);
+			kill(pid_, SIGKILL);
+			waitpid(pid_, nullptr, 0);
+		}
+		if (out_)
+			std::fclose(out_);
+	}
+	// the next line of its output, without the newline; "" at EOF
+	std::string line()
+	{
+		char buf[256];
+		if (!out_ || !std::fgets(buf, sizeof buf, out_))
+			return "";
+		std::string s{buf};
+		if (!s.empty() && s.back() == '\n')
+			s.pop_back();
+		return s;
+	}
+	void signal(int sig) { ASSERT_EQ(kill(pid_, sig), 0); }
+	void reap()
+	{
+		waitpid(pid_, nullptr, 0);
+		pid_ = -1;
+	}
+
+private:
+	pid_t pid_ = -1;
+	std::FILE *out_ = nullptr;
 };
 
 } // namespace conformance

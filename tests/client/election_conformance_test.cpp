@@ -36,65 +36,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Worker -- election_worker once ..., its stdout read line by line
-class Worker {
-public:
-	Worker(const std::string &url, const std::string &election, const std::string &value, long ttl_ms)
-	{
-		const char *path = std::getenv("PGLEASE_ELECTION_WORKER");
-		if (!path) {
-			ADD_FAILURE() << "PGLEASE_ELECTION_WORKER is not set: run the suite with "
-			                 "`ctest --test-dir build/client -R '^conformance$'`";
-			return;
-		}
-		int fds[2];
-		if (pipe(fds) != 0)
-			return;
-		std::string ttl = std::to_string(ttl_ms);
-		pid_ = fork();
-		if (pid_ == 0) {
-			dup2(fds[1], 1);
-			close(fds[0]);
-			close(fds[1]);
-			execl(path, path, "once", url.c_str(), election.c_str(), value.c_str(), ttl.c_str(),
-			      static_cast<char *>(nullptr));
-			_exit(127);
-		}
-		close(fds[1]);
-		out_ = fdopen(fds[0], "r");
-	}
-	~Worker()
-	{
-		if (pid_ > 0) {
-			kill(pid_, SIGCONT);
-			kill(pid_, SIGKILL);
-			waitpid(pid_, nullptr, 0);
-		}
-		if (out_)
-			std::fclose(out_);
-	}
-	// the next line of its output, without the newline; "" at EOF
-	std::string line()
-	{
-		char buf[256];
-		if (!out_ || !std::fgets(buf, sizeof buf, out_))
-			return "";
-		std::string s{buf};
-		if (!s.empty() && s.back() == '\n')
-			s.pop_back();
-		return s;
-	}
-	void signal(int sig) { ASSERT_EQ(kill(pid_, sig), 0); }
-	void reap()
-	{
-		waitpid(pid_, nullptr, 0);
-		pid_ = -1;
-	}
-
-private:
-	pid_t pid_ = -1;
-	std::FILE *out_ = nullptr;
-};
+// election_worker once URL ELECTION VALUE TTL_MS
+Worker
+election_worker(const std::string &url, const std::string &election, const std::string &value, long ttl_ms)
+{
+	return Worker{"PGLEASE_ELECTION_WORKER", {"once", url, election, value, std::to_string(ttl_ms)}};
+}
 
 // the term of an "elected TERM" line, or 0
 long long
@@ -332,7 +279,7 @@ TEST_P(Election, KilledLeaderIsReplacedAfterItsTtl)
 	if (!elections() || !has_server())
 		return; // memory: a process's elections end with it
 	auto e = election();
-	Worker w(GetParam().url, e, "killed", 2000);
+	auto w = election_worker(GetParam().url, e, "killed", 2000);
 	auto a_term = elected_term(w.line());
 	ASSERT_GT(a_term, 0) << "the worker was not elected";
 	auto b = std::async(std::launch::async, [&] { return locker->campaign(e, "b", opts(10s, 15s)); });
@@ -350,7 +297,7 @@ TEST_P(Election, FrozenLeaderLosesItsTermAndItsProclaimAndFencedWriteAreRefused)
 	if (!elections() || !has_server())
 		return; // memory: a frozen process freezes its elections too
 	auto e = election();
-	Worker w(GetParam().url, e, "frozen", 1500);
+	auto w = election_worker(GetParam().url, e, "frozen", 1500);
 	auto a_term = elected_term(w.line());
 	ASSERT_GT(a_term, 0) << "the worker was not elected";
 	w.signal(SIGSTOP);

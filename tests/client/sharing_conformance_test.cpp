@@ -3,8 +3,13 @@
 // pglease::connect(url) that has them, each against its real server (the
 // providers of conformance.hpp; this file is part of conformance_test).  A
 // provider whose capabilities() lack shared_mode or semaphore is asserted to
-// refuse such requests before any I/O, never skipped.
+// refuse such requests before any I/O, never skipped.  The cases that kill
+// (SIGKILL) or freeze (SIGSTOP) a holder run it as a process of its own:
+// tests/client/sharing_worker.cpp hold, named by $PGLEASE_SHARING_WORKER.
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <future>
 #include <string>
@@ -77,10 +82,37 @@ lacks(bool capable, const pglease::Result<pglease::Lease> &first)
 	return true;
 }
 
+// hold_worker -- sharing_worker hold: one grant, renewed, in a process of its own
+Worker
+hold_worker(const std::string &url, const std::string &r, const char *mode, unsigned limit, long ttl_ms,
+            const std::string &table = "")
+{
+	std::vector<std::string> args{"hold", url, r, mode, std::to_string(limit), std::to_string(ttl_ms)};
+	if (!table.empty())
+		args.push_back(table);
+	return Worker{"PGLEASE_SHARING_WORKER", args};
+}
+
+// the token of a "held TOKEN" line, or 0
+long long
+held_token(const std::string &line)
+{
+	return line.rfind("held ", 0) == 0 ? std::atoll(line.c_str() + 5) : 0;
+}
+
 class Sharing : public Conformance {
 protected:
 	bool has_shared() { return locker->capabilities().shared_mode; }
 	bool has_semaphore() { return locker->capabilities().semaphore; }
+	// how long after a TTL's end a provider may take to end the grant
+	// (etcd rounds a lease up to whole seconds and reaps every 500 ms;
+	// ZooKeeper's session expiry runs on its tick)
+	std::chrono::milliseconds expiry_slack() const { return 2500ms; }
+	// psql -c SQL on the conformance database (PostgreSQL only): its exit status
+	int psql(const std::string &sql)
+	{
+		return shell("psql -X -q -v ON_ERROR_STOP=1 -d '" + GetParam().url + "' -c \"" + sql + "\" >/dev/null 2>&1");
+	}
 };
 
 TEST_P(Sharing, CapabilitiesAreAsDocumented)
@@ -293,6 +325,78 @@ TEST_P(Sharing, AnUnrenewedPermitComesBackAfterItsTtl)
 	if (tokens()) {
 		EXPECT_GT(next->token(), lapsing->token());
 	}
+}
+
+// A reader frozen (SIGSTOP) past its TTL loses its grant to a writer;
+// thawed, it is told (on_lost) and, on PostgreSQL, its fenced write is
+// refused by the server while the writer's exclusive fenced write lands.
+TEST_P(Sharing, AFrozenReaderPastItsTtlIsToldLostAndItsFencedWriteIsRefused)
+{
+	if (!has_shared() || !has_server())
+		return; // without shared_mode: the refusal cases; memory: a frozen process freezes its grants too
+	auto r = unique_resource();
+	const bool pg = GetParam().name == "postgres";
+	const std::string table = "sharing_frozen_" + std::to_string(getpid());
+	if (pg) {
+		ASSERT_EQ(psql("DROP TABLE IF EXISTS " + table + "; CREATE TABLE " + table + " (token bigint)"), 0);
+	}
+	auto w = hold_worker(GetParam().url, r, "shared", 0, 1500, pg ? table : "");
+	auto a = held_token(w.line());
+	ASSERT_GT(a, 0) << "the reader was not granted";
+	if (pg) {
+		EXPECT_EQ(w.line(), "fenced ok") << "the reader's fenced write before the freeze";
+	}
+	w.signal(SIGSTOP);
+	auto stopped_at = std::chrono::steady_clock::now();
+	auto writer = in_other_thread([&] { return locker->acquire(r, exclusive(10s, 1500ms + expiry_slack() + 2s)); });
+	ASSERT_TRUE(writer) << writer.error();
+	// renewed every 500 ms, the reader's grant lasts at least 1 s past the stop
+	EXPECT_GE(std::chrono::steady_clock::now() - stopped_at, 800ms) << "the writer was granted beside the reader";
+	EXPECT_GT(writer->token(), a);
+	w.signal(SIGCONT);
+	auto lost = w.line();
+	EXPECT_EQ(lost.rfind("lost ", 0), 0u) << "the thawed reader's on_lost was not called: " << lost;
+	if (pg) {
+		EXPECT_EQ(w.line(), "fenced lost LS001") << "the thawed reader's fenced write";
+		EXPECT_NE(psql("SELECT lease.fence('" + r + "', " + std::to_string(a) + ")"), 0)
+		    << "the server accepted the reader's token";
+		EXPECT_EQ(psql("BEGIN; SELECT lease.fence('" + r + "', " + std::to_string(writer->token()) +
+		               ", exclusive => true); INSERT INTO " + table + " VALUES (" +
+		               std::to_string(writer->token()) + "); COMMIT"),
+		          0)
+		    << "the writer's exclusive fenced write was refused";
+		EXPECT_EQ(test_support::capture("psql -X -A -t -d '" + GetParam().url +
+		                                "' -c 'SELECT string_agg(token::text, chr(32) ORDER BY token) FROM " +
+		                                table + "'"),
+		          std::to_string(a) + " " + std::to_string(writer->token()) + "\n")
+		    << "rows written: the reader's before the freeze and the writer's, nothing after";
+		EXPECT_EQ(psql("DROP TABLE " + table), 0);
+	}
+	EXPECT_TRUE(writer->release());
+}
+
+// A holder killed (SIGKILL) with its permit: the permit comes back after its
+// TTL (every provider here keeps a grant until its TTL or its session's
+// timeout, which the TTL sets), to the waiter, with a higher token.
+TEST_P(Sharing, AKilledHoldersPermitComesBackAfterItsTtl)
+{
+	if (!has_semaphore() || !has_server())
+		return; // without semaphore: the refusal cases; memory: its grants end with its process
+	auto r = unique_resource();
+	auto w = hold_worker(GetParam().url, r, "exclusive", 2, 2000);
+	auto a = held_token(w.line());
+	ASSERT_GT(a, 0) << "the worker's permit was not granted";
+	auto mine = in_other_thread([&] { return locker->acquire(r, permit(2, 10s)); });
+	ASSERT_TRUE(mine) << mine.error();
+	auto third = queued(*locker, r, permit(2, 10s, 2000ms + expiry_slack() + 3s));
+	EXPECT_FALSE(ready(third, 300ms)) << "a third permit of 2 was granted";
+	auto killed = std::chrono::steady_clock::now();
+	w.signal(SIGKILL);
+	auto got = third.get();
+	ASSERT_TRUE(got) << got.error();
+	EXPECT_GT(got->token(), std::max<long long>(a, mine->token()));
+	EXPECT_LT(std::chrono::steady_clock::now() - killed, 2000ms + expiry_slack()) << "the permit came back late";
+	w.reap();
 }
 
 TEST_P(Sharing, AMismatchedLimitIsRefusedAndChangesNothing)

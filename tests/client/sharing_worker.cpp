@@ -15,6 +15,15 @@
 //     and print one line each: "shared|semaphore granted" or
 //     "shared|semaphore ERRC SQLSTATE MESSAGE".
 //
+//   sharing_worker hold URL RESOURCE MODE LIMIT TTL_MS [TABLE]
+//     one grant (MODE shared or exclusive, LIMIT 0 or a semaphore's),
+//     renewed every TTL/3, for the conformance cases that kill or freeze its
+//     holder (tests/client/sharing_conformance_test.cpp).  Prints "held
+//     TOKEN" (or "refused ERRC") and, on PostgreSQL, "fenced ok" or "fenced
+//     ERRC SQLSTATE" for a write fenced by the grant (a row TOKEN into TABLE
+//     when given, else SELECT 1); when on_lost is called, "lost ERRC" and,
+//     on PostgreSQL, the same fenced write again.  Then waits for SIGTERM.
+//
 //   sharing_worker history URL PREFIX NAME SECONDS TTL_MS KINDS CLIENTS OUT
 //     CLIENTS clients (threads of this process, named NAME-0, NAME-1, ...;
 //     one Locker for all) loop for SECONDS: acquire on PREFIX/rw (KINDS has
@@ -45,6 +54,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +66,7 @@
 #include <vector>
 
 #include "pglease/pglease.hpp"
+#include "pglease/postgres.hpp" // Client::fenced, for hold on PostgreSQL
 
 namespace {
 
@@ -126,6 +137,69 @@ refuses(const char *url, const char *resource)
 			            lease.error().sqlstate.empty() ? "-" : lease.error().sqlstate.c_str(),
 			            one_line(lease.error().message).c_str());
 	}
+	return 0;
+}
+
+// fenced_write -- on PostgreSQL, a write fenced by LEASE: "fenced ok" or
+// "fenced ERRC SQLSTATE"; nothing elsewhere (no store to fence in)
+void
+fenced_write(pglease::Locker &locker, const pglease::Lease &lease, const std::string &table)
+{
+	auto *pg = dynamic_cast<pglease::Client *>(&locker);
+	if (!pg)
+		return;
+	auto wrote = pg->fenced(lease, [&](pqxx::work &tx) {
+		if (table.empty())
+			tx.exec("SELECT 1");
+		else
+			tx.exec("INSERT INTO " + tx.quote_name(table) + " VALUES (" + std::to_string(lease.token()) + ")");
+	});
+	if (wrote)
+		std::printf("fenced ok\n");
+	else
+		std::printf("fenced %s %s\n", std::string{pglease::to_string(wrote.error().code)}.c_str(),
+		            wrote.error().sqlstate.empty() ? "-" : wrote.error().sqlstate.c_str());
+	std::fflush(stdout);
+}
+
+int
+hold_one(const char *url, const char *resource, const std::string &mode, unsigned limit, long ttl_ms,
+         const std::string &table)
+{
+	auto locker = connect_or_die(url);
+	pglease::LeaseOptions o;
+	o.ttl = std::chrono::milliseconds{ttl_ms};
+	o.wait = 10s;
+	o.mode = mode == "shared" ? pglease::Mode::shared : pglease::Mode::exclusive;
+	o.limit = limit;
+	std::mutex mu; // before the lease: its callback may run until the lease is gone
+	std::condition_variable cv;
+	std::string lost;
+	auto lease = locker->acquire(resource, o);
+	if (!lease) {
+		std::printf("refused %s\n", std::string{pglease::to_string(lease.error().code)}.c_str());
+		return 1;
+	}
+	lease->on_lost([&](const pglease::Error &e) {
+		std::lock_guard<std::mutex> lk(mu);
+		lost = std::string{pglease::to_string(e.code)};
+		cv.notify_all();
+	});
+	std::printf("held %lld\n", static_cast<long long>(lease->token()));
+	std::fflush(stdout);
+	fenced_write(*locker, *lease, table);
+	{
+		std::unique_lock<std::mutex> lk(mu);
+		while (lost.empty() && !stop_requested)
+			cv.wait_for(lk, 50ms);
+		if (stop_requested)
+			return 0;
+	}
+	std::printf("lost %s\n", lost.c_str());
+	std::fflush(stdout);
+	fenced_write(*locker, *lease, table);
+	while (!stop_requested)
+		std::this_thread::sleep_for(50ms);
 	return 0;
 }
 
@@ -281,12 +355,17 @@ main(int argc, char **argv)
 		return caps(argv[2]);
 	if (mode == "refuses" && argc == 4)
 		return refuses(argv[2], argv[3]);
+	if (mode == "hold" && (argc == 7 || argc == 8) &&
+	    (std::string{argv[4]} == "shared" || std::string{argv[4]} == "exclusive"))
+		return hold_one(argv[2], argv[3], argv[4], static_cast<unsigned>(std::atoi(argv[5])), std::atol(argv[6]),
+		                argc == 8 ? argv[7] : "");
 	if (mode == "history" && argc == 10 && std::atoi(argv[8]) > 0)
 		return history(argv[2], argv[3], argv[4], std::atol(argv[5]), std::atol(argv[6]), argv[7],
 		               std::atoi(argv[8]), argv[9]);
 	std::fprintf(stderr, "usage: sharing_worker now\n"
 	                     "       sharing_worker caps URL\n"
 	                     "       sharing_worker refuses URL RESOURCE\n"
+	                     "       sharing_worker hold URL RESOURCE shared|exclusive LIMIT TTL_MS [TABLE]\n"
 	                     "       sharing_worker history URL PREFIX NAME SECONDS TTL_MS KINDS CLIENTS OUT\n");
 	return 64;
 }

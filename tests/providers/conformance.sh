@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# conformance.sh CONFORMANCE_TEST ELECTION_WORKER -- run the provider
-# conformance suite (tests/client/conformance_test.cpp and
-# election_conformance_test.cpp, whose killed and frozen leaders are
-# ELECTION_WORKER processes) against real servers: PostgreSQL (the
+# conformance.sh CONFORMANCE_TEST ELECTION_WORKER SHARING_WORKER -- run the
+# provider conformance suite (tests/client/conformance_test.cpp,
+# election_conformance_test.cpp and sharing_conformance_test.cpp, whose
+# killed and frozen leaders and holders are ELECTION_WORKER and
+# SHARING_WORKER processes) against real servers: PostgreSQL (the
 # cluster of PGLEASE_CLUSTER, database pglease_client: the CTest fixture
 # pg_preload), one Redis server, one TLS-only Redis server wanting a client
 # certificate (rediss://, scripts/certs.sh's material), three independent
@@ -13,8 +14,9 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
-TEST="${1:?usage: conformance.sh PATH/conformance_test PATH/election_worker}"
-export PGLEASE_ELECTION_WORKER="${2:?usage: conformance.sh PATH/conformance_test PATH/election_worker}"
+usage="usage: conformance.sh PATH/conformance_test PATH/election_worker PATH/sharing_worker"
+TEST="${1:?$usage}"
+export PGLEASE_ELECTION_WORKER="${2:?$usage}" PGLEASE_SHARING_WORKER="${3:?$usage}"
 : "${PGLEASE_CLUSTER:?the PostgreSQL cluster (the pg_preload fixture) is not named}"
 REDIS="$ROOT/scripts/redis.sh" ETCD="$ROOT/scripts/etcd.sh" ZK="$ROOT/scripts/zookeeper.sh"
 CLUSTER="$ROOT/scripts/cluster.sh"
@@ -52,4 +54,4 @@ PGLEASE_CONFORMANCE+=";redlock|redlock://$nodes|$stop3 true|$start3 true|$del3 t
 PGLEASE_CONFORMANCE+=";etcd|etcd://$etcd|$ETCD stop $WORK/etcd >/dev/null|$ETCD start $WORK/etcd >/dev/null|ETCDCTL_API=3 etcdctl --endpoints=$etcd del --prefix 'pglease/lock/{resource}/' >/dev/null && ETCDCTL_API=3 etcdctl --endpoints=$etcd del --prefix 'pglease/election/{resource}/' >/dev/null"
 PGLEASE_CONFORMANCE+=";zookeeper|zookeeper://$zookeeper|$ZK stop $WORK/zookeeper >/dev/null|$ZK start $WORK/zookeeper >/dev/null|$ZK break $WORK/zookeeper '{resource}'"
 export PGLEASE_CONFORMANCE
-"$TEST" "${@:3}"
+"$TEST" "${@:4}"
