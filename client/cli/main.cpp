@@ -32,12 +32,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
-#include <sstream>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -270,17 +270,24 @@ cmd_status(const std::string &dsn)
 	auto rows = client.status();
 	if (!rows)
 		return fail(rows.error());
-	std::cout << std::left << std::setw(24) << "RESOURCE" << std::setw(28) << "HOLDER" << std::right
-	          << std::setw(10) << "TOKEN"
-	          << "  " << std::left << std::setw(12) << "OWNER" << std::right << std::setw(10) << "REMAINING"
-	          << std::setw(9) << "SESSION" << std::setw(9) << "WAITERS"
-	          << "\n";
+	// columns a space apart even where a value is wider than its column;
+	// MODE: exclusive (a lock, or a permit: LIMIT its semaphore's) or shared (a reader)
+	auto row = [](const std::string &resource, const std::string &holder, const std::string &token,
+	              const std::string &owner, const std::string &remaining, const std::string &session,
+	              const std::string &waiters, const std::string &mode, const std::string &limit) {
+		std::cout << std::left << std::setw(23) << resource << ' ' << std::setw(27) << holder << ' ' << std::right
+		          << std::setw(10) << token << "  " << std::left << std::setw(12) << owner << ' ' << std::right
+		          << std::setw(9) << remaining << ' ' << std::setw(8) << session << ' ' << std::setw(8) << waiters
+		          << "  " << std::left << std::setw(9) << mode << ' ' << std::right << std::setw(5) << limit
+		          << "\n";
+	};
+	row("RESOURCE", "HOLDER", "TOKEN", "OWNER", "REMAINING", "SESSION", "WAITERS", "MODE", "LIMIT");
 	for (const auto &r : *rows) {
-		std::cout << std::left << std::setw(24) << r.resource << std::setw(28) << r.holder << std::right
-		          << std::setw(10) << r.token << "  " << std::left << std::setw(12) << r.owner << std::right
-		          << std::setw(9) << std::fixed << std::setprecision(1) << r.remaining.count() / 1000.0 << "s"
-		          << std::setw(9) << (r.session_bound ? "yes" : "no") << std::setw(9)
-		          << (r.waiters ? std::to_string(*r.waiters) : std::string{"-"}) << "\n";
+		std::ostringstream remaining;
+		remaining << std::fixed << std::setprecision(1) << r.remaining.count() / 1000.0 << "s";
+		row(r.resource, r.holder, std::to_string(r.token), r.owner, remaining.str(), r.session_bound ? "yes" : "no",
+		    r.waiters ? std::to_string(*r.waiters) : std::string{"-"}, std::string{pglease::to_string(r.mode)},
+		    r.limit > 0 ? std::to_string(r.limit) : std::string{"-"});
 	}
 	return 0;
 }

@@ -120,18 +120,22 @@ expect "${PROVIDER}_the_third_runs_when_one_permit_ends" "stderr: $(cat "$WORK/t
 touch "$WORK/permit2.end"
 wait "$P1" "$P2" "$THIRD" 2>/dev/null || true
 
-# ---- acquire --shared: a token per grant, released by its own ----------------------
-caps_acquire=yes
-rc=0; a1="$(P acquire --resource "$R/acq" --ttl $TTL --shared --holder h1 2>"$WORK/acq1.err")" || rc=$?
-if [ "$rc" -eq 64 ] && grep -q "cannot" "$WORK/acq1.err"; then
-	caps_acquire=no # a provider whose grants end with this process (ZooKeeper): run only
-	expect "${PROVIDER}_acquire_refused_where_grants_are_the_sessions" "$(cat "$WORK/acq1.err")" \
-		'grep -q "use pglease run" "$WORK/acq1.err"'
-fi
-if [ "$caps_acquire" = yes ]; then
+# ---- acquire --shared and --limit: a token per grant, released by its own ---------
+if [ "$PROVIDER" = zookeeper ]; then
+	# its grants end with this process's session: run only
+	rc=0; P acquire --resource "$R/acq" --ttl $TTL --shared --holder h1 >/dev/null 2>"$WORK/acq1.err" || rc=$?
+	expect "${PROVIDER}_acquire_refused_where_grants_are_the_sessions" "exit $rc: $(cat "$WORK/acq1.err")" \
+		'[ "$rc" -eq 64 ] && grep -q "use pglease run" "$WORK/acq1.err"'
+else
+	rc=0; a1="$(P acquire --resource "$R/acq" --ttl $TTL --shared --holder h1 2>"$WORK/acq1.err")" || rc=$?
 	rc2=0; a2="$(P acquire --resource "$R/acq" --ttl $TTL --shared --holder h2 2>"$WORK/acq2.err")" || rc2=$?
 	expect "${PROVIDER}_acquire_shared_twice_gives_two_tokens" "exit $rc/$rc2: '$a1' '$a2' $(cat "$WORK/acq1.err" "$WORK/acq2.err")" \
 		'[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] && [[ "$a1" =~ ^[0-9]+$ ]] && [[ "$a2" =~ ^[0-9]+$ ]] && [ "$a1" != "$a2" ]'
+	if [ "$PROVIDER" = postgres ]; then
+		P status >"$WORK/status" 2>&1 || true
+		expect "${PROVIDER}_status_shows_each_reader_with_its_mode" "$(cat "$WORK/status")" \
+			'head -1 "$WORK/status" | grep -q "MODE *LIMIT$" && [ "$(grep -cE "^$R/acq +h[12] .* shared +-$" "$WORK/status")" -eq 2 ]'
+	fi
 	rc=0; P acquire --resource "$R/acq" --ttl $TTL --wait 0s --holder w >/dev/null 2>&1 || rc=$?
 	expect "${PROVIDER}_acquire_exclusive_beside_shared_exits_75" "exit $rc" '[ "$rc" -eq 75 ]'
 	rc=0; P release --resource "$R/acq" --token "$a1" --holder h1 || rc=$?
@@ -141,6 +145,27 @@ if [ "$caps_acquire" = yes ]; then
 	expect "${PROVIDER}_the_other_shared_grant_is_still_held" "renew exit $rc" '[ "$rc" -eq 0 ]'
 	rc=0; P release --resource "$R/acq" --token "$a2" --holder h2 || rc=$?
 	expect "${PROVIDER}_released_by_its_own_token" "exit $rc" '[ "$rc" -eq 0 ]'
+
+	# permits of 2: two tokens, the third refused, one released admits it
+	rc=0; p1="$(P acquire --resource "$R/acqsem" --ttl $TTL --limit 2 --holder p1 2>"$WORK/ap1.err")" || rc=$?
+	rc2=0; p2="$(P acquire --resource "$R/acqsem" --ttl $TTL --limit 2 --holder p2 2>"$WORK/ap2.err")" || rc2=$?
+	expect "${PROVIDER}_acquire_limit_twice_gives_two_tokens" "exit $rc/$rc2: '$p1' '$p2' $(cat "$WORK/ap1.err" "$WORK/ap2.err")" \
+		'[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] && [[ "$p1" =~ ^[0-9]+$ ]] && [[ "$p2" =~ ^[0-9]+$ ]] && [ "$p1" != "$p2" ]'
+	if [ "$PROVIDER" = postgres ]; then
+		P status >"$WORK/status" 2>&1 || true
+		expect "${PROVIDER}_status_shows_each_permit_with_its_limit" "$(cat "$WORK/status")" \
+			'[ "$(grep -cE "^$R/acqsem +p[12] .* exclusive +2$" "$WORK/status")" -eq 2 ]'
+	fi
+	rc=0; P acquire --resource "$R/acqsem" --ttl $TTL --limit 2 --wait 0s --holder p3 >/dev/null 2>&1 || rc=$?
+	expect "${PROVIDER}_acquire_a_third_permit_of_two_exits_75" "exit $rc" '[ "$rc" -eq 75 ]'
+	rc=0; P acquire --resource "$R/acqsem" --ttl $TTL --limit 3 --wait 0s --holder p3 >/dev/null 2>"$WORK/ap3.err" || rc=$?
+	expect "${PROVIDER}_acquire_another_limit_exits_64" "exit $rc: $(cat "$WORK/ap3.err")" '[ "$rc" -eq 64 ]'
+	rc=0; P release --resource "$R/acqsem" --token "$p1" --holder p1 || rc=$?
+	rc2=0; p3="$(P acquire --resource "$R/acqsem" --ttl $TTL --limit 2 --wait 0s --holder p3 2>"$WORK/ap3.err")" || rc2=$?
+	expect "${PROVIDER}_a_released_permit_admits_the_next_with_a_higher_token" "exit $rc/$rc2: '$p3' after '$p1' '$p2' $(cat "$WORK/ap3.err")" \
+		'[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] && [[ "$p3" =~ ^[0-9]+$ ]] && [ "$p3" -gt "$p2" ] && [ "$p3" -gt "$p1" ]'
+	P release --resource "$R/acqsem" --token "$p2" --holder p2 || true
+	P release --resource "$R/acqsem" --token "$p3" --holder p3 || true
 fi
 
 # ---- usage errors: 64 before any I/O ---------------------------------------------------
