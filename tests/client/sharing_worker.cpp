@@ -27,8 +27,9 @@
 //   sharing_worker history URL PREFIX NAME SECONDS TTL_MS KINDS CLIENTS OUT
 //     CLIENTS clients (threads of this process, named NAME-0, NAME-1, ...;
 //     one Locker for all) loop for SECONDS: acquire on PREFIX/rw (KINDS has
-//     rw: shared or exclusive) or PREFIX/sem (KINDS has sem: a permit of 3,
-//     or now and then a try with the mismatched limit 2), hold a random
+//     rw: shared or exclusive) or PREFIX/sem and PREFIX/sem2 (KINDS has sem:
+//     a permit of 3 and of 2, or now and then a try with the other's limit,
+//     which must be refused), hold a random
 //     while, then release -- or abandon the grant (Lease::detach: renewal
 //     stops, the grant runs out at its TTL, as a dead holder's would).
 //     One line per event, flushed at once, times from CLOCK_MONOTONIC in
@@ -232,7 +233,8 @@ struct Request {
 };
 
 // draw_request -- what a client asks for next: on rw a reader (often) or a
-// writer; on sem a permit of 3, or a try with the mismatched limit 2
+// writer; on sem a permit of 3 and on sem2 a permit of 2, or now and then a
+// try with the other's limit
 Request
 draw_request(const std::string &prefix, const std::string &kinds, long ttl_ms, std::mt19937 &rng)
 {
@@ -246,10 +248,11 @@ draw_request(const std::string &prefix, const std::string &kinds, long ttl_ms, s
 		r.resource = prefix + "/rw";
 		r.options.mode = rng() % 10 < 7 ? pglease::Mode::shared : pglease::Mode::exclusive;
 	} else {
-		r.resource = prefix + "/sem";
-		r.options.limit = 3;
+		const bool of_two = rng() % 2 == 0;
+		r.resource = prefix + (of_two ? "/sem2" : "/sem");
+		r.options.limit = of_two ? 2 : 3;
 		if (rng() % 20 == 0) {
-			r.options.limit = 2;
+			r.options.limit = of_two ? 3 : 2;
 			r.options.wait = 0ms;
 		}
 	}

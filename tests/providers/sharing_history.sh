@@ -5,7 +5,7 @@
 # capabilities (sharing_worker caps).  One with shared_mode and semaphore
 # gets 20 clients (tests/client/sharing_worker.cpp, history mode) for
 # SHARING_HISTORY_SECONDS (60), readers and writers on one resource and
-# permits of 3 on another; one with only one of them gets that resource
+# permits of 3 and of 2 on two others; one with only one kind gets those resources
 # alone.  Clients are processes of their own, and a chaos loop kills one
 # (SIGKILL; it is started again) or freezes one past its TTL (SIGSTOP, then
 # SIGCONT) every 1-3 s; memory's lock table is its process's own, so its 20
