@@ -120,6 +120,27 @@ expect "${PROVIDER}_the_third_runs_when_one_permit_ends" "stderr: $(cat "$WORK/t
 touch "$WORK/permit2.end"
 wait "$P1" "$P2" "$THIRD" 2>/dev/null || true
 
+# acquire_two NAME SUFFIX ARGS... -- acquire $R/SUFFIX with ARGS as holders h1
+# and h2: both granted, with tokens of their own (in T1 and T2)
+acquire_two() {
+	local name="$1" res="$R/$2" rc=0 rc2=0
+	shift 2
+	T1="$(P acquire --resource "$res" --ttl $TTL "$@" --holder h1 2>"$WORK/$name.1.err")" || rc=$?
+	T2="$(P acquire --resource "$res" --ttl $TTL "$@" --holder h2 2>"$WORK/$name.2.err")" || rc2=$?
+	expect "${PROVIDER}_$name" "exit $rc/$rc2: '$T1' '$T2' $(cat "$WORK/$name.1.err" "$WORK/$name.2.err")" \
+		'[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] && [[ "$T1" =~ ^[0-9]+$ ]] && [[ "$T2" =~ ^[0-9]+$ ]] && [ "$T1" != "$T2" ]'
+}
+
+# status_shows NAME SUFFIX MODE LIMIT -- PostgreSQL: pglease status lists h1's
+# and h2's grants of $R/SUFFIX with that MODE and LIMIT (elsewhere: nothing)
+status_shows() {
+	local line="^$R/$2 +h[12] .* $3 +$4\$" # the condition is evaluated in expect: no $1..$4 there
+	[ "$PROVIDER" = postgres ] || return 0
+	P status >"$WORK/status" 2>&1 || true
+	expect "${PROVIDER}_$1" "$(cat "$WORK/status")" \
+		'head -1 "$WORK/status" | grep -q "MODE *LIMIT$" && [ "$(grep -cE "$line" "$WORK/status")" -eq 2 ]'
+}
+
 # ---- acquire --shared and --limit: a token per grant, released by its own ---------
 if [ "$PROVIDER" = zookeeper ]; then
 	# its grants end with this process's session: run only
@@ -127,15 +148,9 @@ if [ "$PROVIDER" = zookeeper ]; then
 	expect "${PROVIDER}_acquire_refused_where_grants_are_the_sessions" "exit $rc: $(cat "$WORK/acq1.err")" \
 		'[ "$rc" -eq 64 ] && grep -q "use pglease run" "$WORK/acq1.err"'
 else
-	rc=0; a1="$(P acquire --resource "$R/acq" --ttl $TTL --shared --holder h1 2>"$WORK/acq1.err")" || rc=$?
-	rc2=0; a2="$(P acquire --resource "$R/acq" --ttl $TTL --shared --holder h2 2>"$WORK/acq2.err")" || rc2=$?
-	expect "${PROVIDER}_acquire_shared_twice_gives_two_tokens" "exit $rc/$rc2: '$a1' '$a2' $(cat "$WORK/acq1.err" "$WORK/acq2.err")" \
-		'[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] && [[ "$a1" =~ ^[0-9]+$ ]] && [[ "$a2" =~ ^[0-9]+$ ]] && [ "$a1" != "$a2" ]'
-	if [ "$PROVIDER" = postgres ]; then
-		P status >"$WORK/status" 2>&1 || true
-		expect "${PROVIDER}_status_shows_each_reader_with_its_mode" "$(cat "$WORK/status")" \
-			'head -1 "$WORK/status" | grep -q "MODE *LIMIT$" && [ "$(grep -cE "^$R/acq +h[12] .* shared +-$" "$WORK/status")" -eq 2 ]'
-	fi
+	acquire_two acquire_shared_twice_gives_two_tokens acq --shared
+	a1="$T1" a2="$T2"
+	status_shows status_shows_each_reader_with_its_mode acq shared -
 	rc=0; P acquire --resource "$R/acq" --ttl $TTL --wait 0s --holder w >/dev/null 2>&1 || rc=$?
 	expect "${PROVIDER}_acquire_exclusive_beside_shared_exits_75" "exit $rc" '[ "$rc" -eq 75 ]'
 	rc=0; P release --resource "$R/acq" --token "$a1" --holder h1 || rc=$?
@@ -147,24 +162,18 @@ else
 	expect "${PROVIDER}_released_by_its_own_token" "exit $rc" '[ "$rc" -eq 0 ]'
 
 	# permits of 2: two tokens, the third refused, one released admits it
-	rc=0; p1="$(P acquire --resource "$R/acqsem" --ttl $TTL --limit 2 --holder p1 2>"$WORK/ap1.err")" || rc=$?
-	rc2=0; p2="$(P acquire --resource "$R/acqsem" --ttl $TTL --limit 2 --holder p2 2>"$WORK/ap2.err")" || rc2=$?
-	expect "${PROVIDER}_acquire_limit_twice_gives_two_tokens" "exit $rc/$rc2: '$p1' '$p2' $(cat "$WORK/ap1.err" "$WORK/ap2.err")" \
-		'[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] && [[ "$p1" =~ ^[0-9]+$ ]] && [[ "$p2" =~ ^[0-9]+$ ]] && [ "$p1" != "$p2" ]'
-	if [ "$PROVIDER" = postgres ]; then
-		P status >"$WORK/status" 2>&1 || true
-		expect "${PROVIDER}_status_shows_each_permit_with_its_limit" "$(cat "$WORK/status")" \
-			'[ "$(grep -cE "^$R/acqsem +p[12] .* exclusive +2$" "$WORK/status")" -eq 2 ]'
-	fi
+	acquire_two acquire_limit_twice_gives_two_tokens acqsem --limit 2
+	p1="$T1" p2="$T2"
+	status_shows status_shows_each_permit_with_its_limit acqsem exclusive 2
 	rc=0; P acquire --resource "$R/acqsem" --ttl $TTL --limit 2 --wait 0s --holder p3 >/dev/null 2>&1 || rc=$?
 	expect "${PROVIDER}_acquire_a_third_permit_of_two_exits_75" "exit $rc" '[ "$rc" -eq 75 ]'
 	rc=0; P acquire --resource "$R/acqsem" --ttl $TTL --limit 3 --wait 0s --holder p3 >/dev/null 2>"$WORK/ap3.err" || rc=$?
 	expect "${PROVIDER}_acquire_another_limit_exits_64" "exit $rc: $(cat "$WORK/ap3.err")" '[ "$rc" -eq 64 ]'
-	rc=0; P release --resource "$R/acqsem" --token "$p1" --holder p1 || rc=$?
+	rc=0; P release --resource "$R/acqsem" --token "$p1" --holder h1 || rc=$?
 	rc2=0; p3="$(P acquire --resource "$R/acqsem" --ttl $TTL --limit 2 --wait 0s --holder p3 2>"$WORK/ap3.err")" || rc2=$?
 	expect "${PROVIDER}_a_released_permit_admits_the_next_with_a_higher_token" "exit $rc/$rc2: '$p3' after '$p1' '$p2' $(cat "$WORK/ap3.err")" \
 		'[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] && [[ "$p3" =~ ^[0-9]+$ ]] && [ "$p3" -gt "$p2" ] && [ "$p3" -gt "$p1" ]'
-	P release --resource "$R/acqsem" --token "$p2" --holder p2 || true
+	P release --resource "$R/acqsem" --token "$p2" --holder h2 || true
 	P release --resource "$R/acqsem" --token "$p3" --holder p3 || true
 fi
 
