@@ -32,8 +32,10 @@ request's start (R) and that return.  Properties:
     process was killed;
   - every refusal explained: an invalid_argument carries LS003 and came
     while a grant or request of another limit of that resource was about
-    (within the TTL, TTL_MS 1500, of its end); no other refusal on a
-    reader-writer resource;
+    (within the TTL, TTL_MS 1500, of its end: a request's return, a
+    released grant's release, an abandoned or killed holder's grant's last
+    deadline, for the server keeps that grant until it expires); no other
+    refusal on a reader-writer resource;
   - no unexpected errors (internal, nested);
   - the run exercised sharing: at least MIN_GRANTS (20) grants per
     resource, two readers or two permits at once, a writer, requests that
@@ -77,6 +79,7 @@ class Request:
         self.errc = self.sqlstate = None
         self.deadline = None  # the last deadline relied on
         self.stop = None  # release or abandon started
+        self.abandoned = False  # stopped by abandon (detach): the grant runs out on the server
 
     @property
     def granted(self):
@@ -84,6 +87,12 @@ class Request:
 
     def relied_until(self):
         return self.deadline if self.stop is None else min(self.stop, self.deadline)
+
+    def server_until(self):
+        """Until when the grant may be on the server, short of its expiry's
+        slack: its release, or the last deadline of a grant abandoned or
+        whose holder was killed (it runs out there, not at the abandon)."""
+        return self.deadline if self.stop is None or self.abandoned else min(self.stop, self.deadline)
 
     def __str__(self):
         what = f"{self.mode} limit {self.limit}" if self.limit else self.mode
@@ -116,7 +125,7 @@ def read(paths):
                         elif kind == "D":
                             r.deadline = max(r.deadline, int(w[2]))
                         elif kind in "UA":
-                            r.stop = int(w[2])
+                            r.stop, r.abandoned = int(w[2]), kind == "A"
                     else:
                         raise ValueError("unknown event")
                 except (IndexError, KeyError, ValueError, TypeError) as e:
@@ -247,10 +256,11 @@ def check_refusals(requests):
             bad.append(f"{r} refused with {r.sqlstate}, not LS003")
             continue
         # a grant or request of another limit about: from its start to its
-        # end (a grant's: relied on, then up to the TTL on the server)
+        # end (a grant's: until it left the server, then up to the TTL of
+        # slack for the server to end it)
         about = [o for o in requests if o.resource == r.resource and o.limit != r.limit
                  and o.start <= r.end
-                 and (o.end is None or (o.relied_until() if o.granted else o.end) + TTL_US >= r.start)]
+                 and (o.end is None or (o.server_until() if o.granted else o.end) + TTL_US >= r.start)]
         if not about:
             bad.append(f"{r} refused (LS003) at {r.end} us with no other limit about")
     return bad

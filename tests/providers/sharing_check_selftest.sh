@@ -116,6 +116,15 @@ plant refusal_without_ls003 "every refusal explained" \
 	c5 "R c5-0:5:4 p/sem exclusive 2 0 100000\nE c5-0:5:4 invalid_argument 22023 101000\n"
 plant refusal_without_cause "every refusal explained" \
 	c5 "R c5-0:5:4 p/rw shared 0 0 5000000\nE c5-0:5:4 invalid_argument LS003 5001000\n"
+# a grant of another limit abandoned (detach) at 3.1 s stays on the server
+# until it runs out (its last deadline 4.5 s): a refusal at 5.0 s is
+# explained by it; one at 6.5 s, past that deadline and the TTL, is not
+allowed abandoned_grant_explains_refusals_until_it_runs_out \
+	c5 "R c5-0:5:5 p/sem exclusive 2 0 3000000\nG c5-0:5:5 5 3001000 4500000\nA c5-0:5:5 3100000\n" \
+	c6 "R c6-0:8:2 p/sem exclusive 3 0 5000000\nE c6-0:8:2 invalid_argument LS003 5001000\n"
+plant refusal_after_the_abandoned_grant_ran_out "every refusal explained" \
+	c5 "R c5-0:5:5 p/sem exclusive 2 0 3000000\nG c5-0:5:5 5 3001000 4500000\nA c5-0:5:5 3100000\n" \
+	c6 "R c6-0:8:2 p/sem exclusive 3 0 6500000\nE c6-0:8:2 invalid_argument LS003 6501000\n"
 plant internal_error "no unexpected errors" \
 	c5 "R c5-0:5:4 p/rw shared 0 0 5000000\nE c5-0:5:4 internal - 5001000\n"
 

@@ -132,7 +132,13 @@ negative_control sharing_check_flags_unshared_processes "writers held together w
 
 for p in "${ran[@]}"; do
 	# shellcheck disable=SC2086 # FLAGS are words
-	python3 "$ROOT/tests/providers/sharing_check.py" ${FLAGS[$p]} "$p" "$WORK/$p".*.log || failures=$((failures + 1))
+	if ! python3 "$ROOT/tests/providers/sharing_check.py" ${FLAGS[$p]} "$p" "$WORK/$p".*.log; then
+		failures=$((failures + 1))
+		# the logs outlive the run, to look into what the checker flagged
+		kept="$(mktemp -d "/tmp/pglease_sharing_history.$p.XXXXXX")"
+		cp "$WORK/$p".*.log "$kept/"
+		echo "# $p: its logs are kept: python3 tests/providers/sharing_check.py ${FLAGS[$p]} $p $kept/*.log"
+	fi
 done
 expect "memory: the reference provider ran its history" "memory has no shared leases or semaphores" \
 	'[[ " ${ran[*]} " == *" memory "* ]]'
