@@ -1,5 +1,6 @@
 // conformance.hpp -- what the conformance suites share (conformance_test.cpp
-// for locks, election_conformance_test.cpp for elections): the providers
+// for locks, election_conformance_test.cpp for elections,
+// sharing_conformance_test.cpp for shared leases and semaphores): the providers
 // named in PGLEASE_CONFORMANCE, their documented capabilities, and the
 // fixture that connects to one and can stop, start and break its server;
 // Worker, a helper process of the suite to kill and freeze.
@@ -9,9 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <sstream>
@@ -155,6 +156,15 @@ protected:
 		ASSERT_EQ(shell(cmd), 0) << cmd;
 	}
 	bool tokens() const { return locker->capabilities().fencing_token; }
+	// how long after a TTL's end a provider may take to end the grant
+	// (etcd rounds a lease up to whole seconds and reaps every 500 ms;
+	// ZooKeeper's session expiry runs on its tick)
+	std::chrono::milliseconds expiry_slack() const { return std::chrono::milliseconds{2500}; }
+	// psql -c SQL on the provider's database (PostgreSQL only): its exit status
+	int psql(const std::string &sql) const
+	{
+		return shell("psql -X -q -v ON_ERROR_STOP=1 -d '" + GetParam().url + "' -c \"" + sql + "\" >/dev/null 2>&1");
+	}
 
 	std::unique_ptr<pglease::Locker> locker;
 	bool stopped = false;

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <future>
 #include <string>
 #include <thread>
@@ -104,15 +104,6 @@ class Sharing : public Conformance {
 protected:
 	bool has_shared() { return locker->capabilities().shared_mode; }
 	bool has_semaphore() { return locker->capabilities().semaphore; }
-	// how long after a TTL's end a provider may take to end the grant
-	// (etcd rounds a lease up to whole seconds and reaps every 500 ms;
-	// ZooKeeper's session expiry runs on its tick)
-	std::chrono::milliseconds expiry_slack() const { return 2500ms; }
-	// psql -c SQL on the conformance database (PostgreSQL only): its exit status
-	int psql(const std::string &sql)
-	{
-		return shell("psql -X -q -v ON_ERROR_STOP=1 -d '" + GetParam().url + "' -c \"" + sql + "\" >/dev/null 2>&1");
-	}
 };
 
 TEST_P(Sharing, CapabilitiesAreAsDocumented)
