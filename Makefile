@@ -20,7 +20,7 @@ REGRESS        = basic fence transactions bad_input privileges nested session st
 REGRESS_OPTS   = --load-extension=$(EXTENSION)
 ISOLATION      = fence_orders_acquire acquire_waits_for_grant break_waits_for_fence \
                  repeatable_read_conflict failed_takeover_keeps_no_lock rebind_beats_session_takeover \
-                 reader_fence_orders_writer reader_waits_for_open_grant release_between_clear_and_read \
+                 reader_fence_orders_writer reader_waits_for_open_grant release_between_clear_and_read fast_path_keeps_no_lock \
                  permit_waits_for_open_grant
 ISOLATION_OPTS = --load-extension=$(EXTENSION) --inputdir=tests/isolation
 

@@ -432,26 +432,6 @@ acquire_rows_decide(void *arg)
 	int32		queued_permits;
 
 	t->result = LEASE_TRY_AGAIN;
-	/*
-	 * A lock's common case first: a released lock, taken in place
-	 * (Q_TAKE_RELEASED, one UPDATE) without the resource's row lock.  It
-	 * meets every other acquire on that row: they delete it before they add
-	 * a grant (see the read below), so whichever comes second waits for the
-	 * other and sees its result.  Not when requests of other permits wait:
-	 * that is the mismatch decided below.
-	 */
-	if (t->may_take && !req->shared && req->permits == 0 &&
-		!(lease_queue_waiting_permits(req->res, &queued_permits) && queued_permits != 0))
-	{
-		acquire_grant_params(values, nulls, 7, req, t->caller);
-		if (lease_exec(Q_TAKE_RELEASED, values, nulls) > 0)
-		{
-			*t->token = lease_result_int64(1);
-			t->result = LEASE_TRY_GRANTED;
-			t->new_grant = true;
-			return true;
-		}
-	}
 
 	values[0] = PointerGetDatum(req->resource);
 	if (lease_exec(Q_LOCK_RESOURCE, values, NULL) == 0)
@@ -583,6 +563,49 @@ acquire_rows_decide(void *arg)
 }
 
 /*
+ * acquire_take_released -- a lock's common case: a released lock, taken in
+ * place by one UPDATE, without the resource's row lock
+ *
+ * It meets every other acquire on the row it updates: they delete a
+ * released lock before they add a grant (Q_CLEAR_OVER, and a try again for
+ * one released after that statement's snapshot), so whichever comes second
+ * waits for the other and sees its result.  Not when requests of other
+ * permits wait: that mismatch is decided under the resource's lock.
+ *
+ * Lock order: it runs in a subtransaction of its own, rolled back when it
+ * takes nothing.  An UPDATE that waited for a concurrent change of the row
+ * and then failed its re-check keeps that row locked; kept into the rows
+ * path, the lock would be held while waiting for the resource's row, the
+ * reverse of the rows path's order (resource, then grants): a deadlock.
+ */
+static LeaseTry
+acquire_take_released(const LeaseCaller *caller, const LeaseRequest *req, int64 *token,
+					  TimestampTz *busy_until)
+{
+	Datum		values[7];
+	char		nulls[7];
+	bool		locked;
+	int32		queued_permits;
+
+	if (req->shared || req->permits != 0 ||
+		(lease_queue_waiting_permits(req->res, &queued_permits) && queued_permits != 0))
+		return LEASE_TRY_AGAIN;
+
+	acquire_grant_params(values, nulls, 7, req, caller);
+	if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token, &locked) > 0)
+	{
+		lease_count(LEASE_STAT_GRANTS);
+		return LEASE_TRY_GRANTED;
+	}
+	if (locked)
+	{
+		*busy_until = DT_NOEND;
+		return LEASE_TRY_BUSY;	/* a transaction that has not ended holds the row */
+	}
+	return LEASE_TRY_AGAIN;		/* nothing to take: decide under the lock */
+}
+
+/*
  * acquire_try_rows -- one try to grant, on a schema of one row per grant
  *
  * As acquire_try_grant: on LEASE_TRY_BUSY, *busy_until is when a grant in
@@ -595,6 +618,14 @@ acquire_try_rows(const LeaseCaller *caller, const LeaseRequest *req, bool may_ta
 {
 	RowsTry		t = {caller, req, may_take, token, busy_until, LEASE_TRY_AGAIN, false, 0};
 	bool		locked;
+
+	if (may_take)
+	{
+		LeaseTry	fast = acquire_take_released(caller, req, token, busy_until);
+
+		if (fast != LEASE_TRY_AGAIN)
+			return fast;
+	}
 
 	if (!lease_in_subxact(acquire_rows_decide, &t, &locked))
 	{

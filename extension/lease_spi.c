@@ -271,15 +271,21 @@ static const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 	/*
 	 * Grants over for longer than the cutoff, and the rows of resources that
 	 * had no grant left before this statement (the next gc takes those whose
-	 * last grants it deletes now).
+	 * last grants it deletes now).  Lock order: gc holds the grant rows it
+	 * deletes, so it must not wait for a resource's row, which an acquire
+	 * holds while it waits for grant rows: it skips the rows an acquire has
+	 * locked (that resource is in use: a later gc takes it).
 	 */
 	[Q_GC] = {
 		"WITH gone AS (DELETE FROM lease.grants"
 		"  WHERE expires_at OPERATOR(pg_catalog.<) $1"
 		"  RETURNING 1),"
-		" unused AS (DELETE FROM lease.resources r"
+		" idle AS (SELECT r.ctid FROM lease.resources r"
 		"  WHERE NOT EXISTS (SELECT 1 FROM lease.grants g"
-		"                     WHERE g.resource OPERATOR(pg_catalog.=) r.resource))"
+		"                     WHERE g.resource OPERATOR(pg_catalog.=) r.resource)"
+		"  FOR UPDATE OF r SKIP LOCKED),"
+		" unused AS (DELETE FROM lease.resources r USING idle"
+		"  WHERE r.ctid OPERATOR(pg_catalog.=) idle.ctid)"
 		" SELECT pg_catalog.count(*) FROM gone",
 		1, {TIMESTAMPTZOID}
 	},
