@@ -606,6 +606,43 @@ acquire_take_released(const LeaseCaller *caller, const LeaseRequest *req, int64 
 }
 
 /*
+ * acquire_behind_queue -- others are queued first: may this request go on?
+ *
+ * Only the holder's own re-acquire goes on (it never waits behind the
+ * queue); a request of other permits than the current grants, or than the
+ * queue when nobody holds the resource, is refused (LS003) at once; any
+ * other waits its turn.  It reads the grants and locks nothing: a releaser
+ * asking again right after its release would otherwise lock the resource
+ * and delete its own released lock (to roll it back) while the woken head
+ * tries to take that very row.
+ */
+static bool
+acquire_behind_queue(const LeaseCaller *caller, const LeaseRequest *req)
+{
+	LeaseRow   *rows;
+	int			n = lease_read_grants(req->resource, &rows);
+	int			current = 0;
+	int32		queued_permits;
+
+	for (int i = 0; i < n; i++)
+	{
+		LeaseRow   *g = &rows[i];
+
+		if (!g->unexpired || g->session_gone)
+			continue;
+		if (acquire_row_held_by(g, caller, req->holder))
+			return true;
+		if (g->permits != req->permits)
+			acquire_mismatch(req, "held", g->shared, g->permits);
+		current++;
+	}
+	if (current == 0 && lease_queue_waiting_permits(req->res, &queued_permits) &&
+		queued_permits != req->permits)
+		acquire_mismatch(req, "waited for", false, queued_permits > 0 ? queued_permits : -1);
+	return false;
+}
+
+/*
  * acquire_try_rows -- one try to grant, on a schema of one row per grant
  *
  * As acquire_try_grant: on LEASE_TRY_BUSY, *busy_until is when a grant in
@@ -625,6 +662,11 @@ acquire_try_rows(const LeaseCaller *caller, const LeaseRequest *req, bool may_ta
 
 		if (fast != LEASE_TRY_AGAIN)
 			return fast;
+	}
+	else if (!acquire_behind_queue(caller, req))
+	{
+		*busy_until = DT_NOEND; /* until the queue lets it try */
+		return LEASE_TRY_BUSY;
 	}
 
 	if (!lease_in_subxact(acquire_rows_decide, &t, &locked))
@@ -670,6 +712,27 @@ acquire_bound_lock_waits(TimestampTz deadline)
 }
 
 /*
+ * The wait queue of the resource: in shared memory when pg_lease is
+ * preloaded (lease_wait.c), in the lock manager otherwise (lease_lockqueue.c).
+ * Both say who may try (the head, or anyone when nobody waits), take a
+ * waiter in at the tail, and let it go however the acquire ends.
+ */
+static bool
+acquire_may_take(const char *res)
+{
+	return lease_queue_exists() ? lease_queue_may_take(res) : lease_lockq_may_take(res);
+}
+
+static void
+acquire_leave_queue(bool wake_next)
+{
+	if (lease_queue_exists())
+		lease_queue_leave(wake_next);
+	else
+		lease_lockq_leave();
+}
+
+/*
  * acquire_try_until -- try until granted or the deadline passes; queue and sleep
  *
  * Returns whether the resource was granted, with its token in *token.  The
@@ -677,30 +740,29 @@ acquire_bound_lock_waits(TimestampTz deadline)
  */
 static bool
 acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
-			 TimestampTz deadline, int64 *token)
+				  TimestampTz deadline, int64 *token)
 {
 	bool		queued = false;
 	bool		contended = false;
+	TimestampTz last_busy_until = DT_NOBEGIN;
+	int			poll_step_ms = 1;
 
 	for (;;)
 	{
 		TimestampTz busy_until = DT_NOEND;
-		bool		may_take = lease_queue_may_take(req->res);
+		bool		may_take = acquire_may_take(req->res);
 		LeaseTry	result;
 
 		CHECK_FOR_INTERRUPTS();
 
+		acquire_bound_lock_waits(deadline);
 		/* a queued waiter that is not the head has nothing to try */
 		if (queued && !may_take)
 			result = LEASE_TRY_BUSY;
+		else if (lease_schema_has_rows())
+			result = acquire_try_rows(caller, req, may_take, token, &busy_until);
 		else
-		{
-			acquire_bound_lock_waits(deadline);
-			if (lease_schema_has_rows())
-				result = acquire_try_rows(caller, req, may_take, token, &busy_until);
-			else
-				result = acquire_try_grant(caller, req, may_take, token, &busy_until);
-		}
+			result = acquire_try_grant(caller, req, may_take, token, &busy_until);
 		if (result == LEASE_TRY_GRANTED)
 			return true;
 		if (result == LEASE_TRY_AGAIN)
@@ -717,7 +779,7 @@ acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
 				lease_count(LEASE_STAT_TIMEOUTS);
 			return false;
 		}
-		if (!queued && lease_queue_enabled())
+		if (!queued && lease_queue_exists() && lease_queue_enabled())
 		{
 			/*
 			 * Queued now, so a release that commits from here on wakes us.
@@ -728,12 +790,31 @@ acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
 			queued = true;
 			continue;
 		}
-		lease_wait_until(Min(deadline, busy_until));
+		if (!queued && !lease_queue_exists())
+		{
+			/* wait our turn for the head's place (lock_timeout: the deadline) */
+			lease_lockq_join(req->res);
+			queued = true;
+			continue;
+		}
+		if (lease_queue_exists())
+			lease_wait_until(Min(deadline, busy_until));
+		else
+		{
+			/* nobody wakes the head: poll, sooner while the grant in the way is new */
+			if (busy_until != last_busy_until)
+				poll_step_ms = 1;
+			last_busy_until = busy_until;
+			lease_lockq_sleep(Min(deadline, busy_until), &poll_step_ms);
+		}
 	}
 }
 
 /*
  * acquire_loop -- acquire_try_until, and out of the queue however it ends
+ *
+ * A head granted an exclusive lease does not wake the next waiter: nothing
+ * is free for it until that grant ends, which wakes it.
  */
 static bool
 acquire_loop(const LeaseCaller *caller, const LeaseRequest *req,
@@ -748,11 +829,11 @@ acquire_loop(const LeaseCaller *caller, const LeaseRequest *req,
 	PG_CATCH();
 	{
 		/* cancel, statement_timeout, any error: never block the next waiter */
-		lease_queue_leave();
+		acquire_leave_queue(true);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	lease_queue_leave();
+	acquire_leave_queue(!(granted && !req->shared && req->permits == 0));
 	return granted;
 }
 

@@ -93,7 +93,7 @@ session_exit_hook(int code, Datum arg)
 	SessionGrant *grant;
 	int			i = 0;
 
-	lease_queue_leave();
+	lease_queue_leave(true);
 
 	n = hash_get_num_entries(session_grants);
 	if (n == 0)

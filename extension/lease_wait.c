@@ -37,7 +37,8 @@
  *   slot and wakes their heads as it exits (lease_session.c asks for it);
  * - expiry needs no waker: the head sleeps until the grant's expires_at.
  *
- * Without preload there is no queue: every waiter re-tries at the expiry
+ * Without preload there is no queue here: the waiters queue in the lock
+ * manager instead (lease_lockqueue.c), and the head re-tries at the expiry
  * instant and at least every lease.poll_interval.
  *
  * The same slots hold observers (lease.observe, lease_election.c): a backend
@@ -335,12 +336,15 @@ lease_queue_join(const char *resource, int32 permits)
 /*
  * lease_queue_leave -- leave the queue, if queued
  *
- * If this backend was the head, the next waiter becomes head and is woken:
- * it may take a free resource now, or must learn the new grant's expiry.
- * Safe to call from error and exit paths.
+ * If this backend was the head, the next waiter becomes head, and is woken
+ * when wake_next: it may take a free resource now.  A head that leaves with
+ * an exclusive grant passes wake_next false: the next one could take
+ * nothing before that grant's release wakes it, and a try now would only
+ * contend with the new holder's statements (its sleep is bounded by
+ * lease.poll_interval anyway).  Safe to call from error and exit paths.
  */
 void
-lease_queue_leave(void)
+lease_queue_leave(bool wake_next)
 {
 	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];
 	bool		was_head;
@@ -352,7 +356,7 @@ lease_queue_leave(void)
 	was_head = (queue_head(my_slot->dbid, my_slot->resource) == my_slot);
 	strlcpy(resource, my_slot->resource, sizeof(resource));
 	my_slot->in_use = false;
-	if (was_head)
+	if (was_head && wake_next)
 		queue_wake_head(my_slot->dbid, resource);
 	my_slot = NULL;
 	LWLockRelease(wait_queue->lock);
@@ -688,6 +692,6 @@ lease_queue_session_exited(int pid, TimestampTz started)
 static void
 queue_exit_hook(int code, Datum arg)
 {
-	lease_queue_leave();
+	lease_queue_leave(true);
 	lease_observe_leave();
 }

@@ -8,6 +8,7 @@
  *
  *	lease_stats.c		the shared counters and lease.stats()
  *	lease_wait.c		the shared-memory FIFO wait queue and the sleep
+ *	lease_lockqueue.c	the wait queue when not preloaded: an advisory lock
  *	lease_args.c		SQL arguments, checked, into a LeaseRequest
  *	lease_spi.c			the statements on lease.grants and how they run
  *	lease_xact.c		commit-time work: async release-only commit, wake-ups
@@ -107,7 +108,7 @@ extern bool lease_queue_enabled(void);
 extern bool lease_queue_may_take(const char *resource);
 extern void lease_queue_join(const char *resource, int32 permits);
 extern bool lease_queue_waiting_permits(const char *resource, int32 *permits);
-extern void lease_queue_leave(void);
+extern void lease_queue_leave(bool wake_next);
 extern int	lease_waiter_count(const char *resource);
 extern void lease_wait_until(TimestampTz wake_at);
 extern void lease_wake_set_add(LeaseWakeSet *set, const char *resource);
@@ -119,6 +120,13 @@ extern bool lease_queue_session_exited(int pid, TimestampTz started);
 extern void lease_observe_join(const char *resource);
 extern void lease_observe_leave(void);
 extern void lease_queue_wake_observers(const LeaseWakeSet *set);
+
+/* ---- lease_lockqueue.c: the wait queue when not preloaded ---- */
+
+extern bool lease_lockq_may_take(const char *resource);
+extern void lease_lockq_join(const char *resource);
+extern void lease_lockq_leave(void);
+extern void lease_lockq_sleep(TimestampTz wake_at, int *step_ms);
 
 /* ---- lease_args.c: SQL arguments ---- */
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Waiting: woken (preloaded) or polled (not preloaded), first come first
-# served, and a waiter that gives up or dies never blocks the next.
+# served in both modes, and a waiter that gives up or dies never blocks the
+# next.
 #
 # Preloaded, waiters run with lease.poll_interval = 1s: a grant within
 # 300 ms of the release can only come from a wake-up, not from polling.
@@ -121,38 +122,37 @@ took=$(($(now_ms) - start_ms))
 expect "statement_timeout_ends_wait_57014" "SQLSTATE '$state' after $took ms" \
 	'[ "$state" = 57014 ] && [ "$took" -lt 1500 ]'
 
-# --- first come, first served (needs the shared queue) -------------------------
-if [ "$mode" = preload ]; then
-	t1="$(q -c "SELECT lease.acquire('wq/fifo', '30 s', holder => 'h')")"
-	for i in 1 2 3 4 5; do
-		start_session "w_fifo$i" "$SETPOLL" \
-			"SELECT lease.acquire('wq/fifo', '30 s', wait => '20 s', holder => 'w$i') AS t \\gset" \
-			"SELECT :t || ' ' || $EPOCH" "SELECT pg_sleep(0.05)" "SELECT lease.release('wq/fifo', :t)"
-		wait_for_waiters wq/fifo "$i"
-		sleep 0.05
-	done
-	q -c "SELECT lease.release('wq/fifo', $t1)" >/dev/null
-	order=""
-	for i in 1 2 3 4 5; do
-		wait_session "w_fifo$i" 10 || true
-		order="$order $(token_of "w_fifo$i")"
-	done
-	sorted="$(tr ' ' '\n' <<<"$order" | sed '/^$/d' | sort -n | tr '\n' ' ')"
-	expect "fifo_five_waiters_in_arrival_order" "tokens by arrival:$order" \
-		'[ "$(echo $order)" = "$(echo $sorted)" ] && [ "$(wc -w <<<"$order")" -eq 5 ]'
+# --- first come, first served: the shared queue (preloaded) or the lock
+# manager's (not preloaded: lease_lockqueue.c) -------------------------------
+t1="$(q -c "SELECT lease.acquire('wq/fifo', '30 s', holder => 'h')")"
+for i in 1 2 3 4 5; do
+	start_session "w_fifo$i" "$SETPOLL" \
+		"SELECT lease.acquire('wq/fifo', '30 s', wait => '20 s', holder => 'w$i') AS t \\gset" \
+		"SELECT :t || ' ' || $EPOCH" "SELECT pg_sleep(0.05)" "SELECT lease.release('wq/fifo', :t)"
+	wait_for_waiters wq/fifo "$i"
+	sleep 0.05
+done
+q -c "SELECT lease.release('wq/fifo', $t1)" >/dev/null
+order=""
+for i in 1 2 3 4 5; do
+	wait_session "w_fifo$i" 10 || true
+	order="$order $(token_of "w_fifo$i")"
+done
+sorted="$(tr ' ' '\n' <<<"$order" | sed '/^$/d' | sort -n | tr '\n' ' ')"
+expect "fifo_five_waiters_in_arrival_order" "tokens by arrival:$order" \
+	'[ "$(echo $order)" = "$(echo $sorted)" ] && [ "$(wc -w <<<"$order")" -eq 5 ]'
 
-	# try_acquire does not barge past a queued waiter: the head is stopped
-	# (SIGSTOP on its backend) when the resource frees up
-	t1="$(q -c "SELECT lease.acquire('wq/barge', '30 s', holder => 'h')")"
-	start_session w_barge "$SETPOLL" "$(acquire_sql wq/barge w 20s)"
-	wait_for_waiters wq/barge 1
-	head_pid="$(backend_of w_barge)"
-	kill -STOP "$head_pid"
-	q -c "SELECT lease.release('wq/barge', $t1)" >/dev/null
-	check "try_acquire_does_not_barge" "SELECT lease.try_acquire('wq/barge', '30 s', holder => 'newcomer') IS NULL"
-	check "acquire_without_wait_does_not_barge" "SELECT lease.acquire('wq/barge', '30 s', holder => 'newcomer') IS NULL"
-	kill -CONT "$head_pid"
-	wait_session w_barge 5 || true
-	expect "queued_waiter_granted_after_newcomers" "output: $(session_out w_barge)" '[ -n "$(token_of w_barge)" ]'
-fi
+# try_acquire does not barge past a queued waiter: the head is stopped
+# (SIGSTOP on its backend) when the resource frees up
+t1="$(q -c "SELECT lease.acquire('wq/barge', '30 s', holder => 'h')")"
+start_session w_barge "$SETPOLL" "$(acquire_sql wq/barge w 20s)"
+wait_for_waiters wq/barge 1
+head_pid="$(backend_of w_barge)"
+kill -STOP "$head_pid"
+q -c "SELECT lease.release('wq/barge', $t1)" >/dev/null
+check "try_acquire_does_not_barge" "SELECT lease.try_acquire('wq/barge', '30 s', holder => 'newcomer') IS NULL"
+check "acquire_without_wait_does_not_barge" "SELECT lease.acquire('wq/barge', '30 s', holder => 'newcomer') IS NULL"
+kill -CONT "$head_pid"
+wait_session w_barge 5 || true
+expect "queued_waiter_granted_after_newcomers" "output: $(session_out w_barge)" '[ -n "$(token_of w_barge)" ]'
 finish

@@ -1,0 +1,166 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease_lockqueue.c
+ *		The wait queue when pg_lease is not preloaded: first come, first
+ *		served in PostgreSQL's own lock manager.
+ *
+ * Without shared memory of its own, pg_lease queues the waiters of a
+ * resource on one session-level advisory lock per resource and database:
+ * the backend that holds it is the queue's head, the only one that tries
+ * the table; the others wait for the lock, and the lock manager grants it
+ * to them one at a time, in the order they asked.  A newcomer (try_acquire
+ * included) that cannot take the lock at once does not try the table
+ * either: it waits its turn, or reports busy, so a releaser asking again
+ * right after its release does not barge ahead of the waiters.
+ *
+ * The key is (LEASE_QUEUE_CLASS, hash of the resource) in the two-int4
+ * space of advisory locks, which pg_advisory_lock(bigint) callers (the C++
+ * client's advisory strategy among them) never use.  Two resources whose
+ * hashes collide share a queue: one waits behind the other's waiters, which
+ * delays it and decides nothing (the table decides every grant).
+ *
+ * Only waiting acquires hold the lock, and only for the length of the call: it is
+ * released when the acquire returns or fails (a session-level lock is not
+ * released by the abort of the transaction, so the acquire's error path
+ * releases it), and by the backend's exit.  It is never held across
+ * statements, so it works through a transaction-mode pooler.
+ *
+ * Lock order: the queue lock comes before the resource's row and the grant
+ * rows.  A head holds it while it tries and sleeps; the lease functions that
+ * hold grant rows (renew, release, fence, break, gc) never take it.
+ *
+ * The head is woken by nothing (no shared memory to find it in): it polls,
+ * every millisecond at first and twice as long each time the grant in its
+ * way stays the same, up to lease.poll_interval, and at the grant's expiry.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "pg_lease.h"
+
+/* The first int4 of the key: 'LS' (0x4C53) and a version byte. */
+#define LEASE_QUEUE_CLASS 0x4C5300
+
+/* The queue lock this backend holds, if any. */
+static bool lockq_held = false;
+static LOCKTAG lockq_tag;
+
+/*
+ * lockq_tag_of -- the advisory lock of a resource's queue in this database
+ */
+static void
+lockq_tag_of(const char *resource, LOCKTAG *tag)
+{
+	uint32		hash = hash_bytes((const unsigned char *) resource, (int) strlen(resource));
+
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, LEASE_QUEUE_CLASS, hash, 2);
+}
+
+/*
+ * lease_lockq_may_take -- may this backend try the table now?
+ *
+ * Yes if it is the head, or if nobody waits: the queue's lock is free.  A
+ * newcomer only looks (takes the lock at once and gives it back): the lock
+ * is held by waiters alone, so two newcomers trying at once (two readers,
+ * say) do not keep each other out.
+ */
+bool
+lease_lockq_may_take(const char *resource)
+{
+	LOCKTAG		tag;
+
+	if (lockq_held)
+		return true;
+	lockq_tag_of(resource, &tag);
+	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	(void) LockRelease(&tag, ExclusiveLock, true);
+	return true;
+}
+
+/*
+ * lease_lockq_join -- wait for the queue's lock, in the order asked
+ *
+ * Returns with this backend the head, or (lock_timeout, set by the caller
+ * to its deadline, ended the wait) not.  The wait runs in a subtransaction
+ * so that the lock timeout can be caught; the session lock survives its
+ * commit.
+ */
+void
+lease_lockq_join(const char *resource)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	LOCKTAG		tag;
+
+	if (lockq_held)
+		return;
+	lockq_tag_of(resource, &tag);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		(void) LockAcquire(&tag, ExclusiveLock, true, false);
+		lockq_tag = tag;
+		lockq_held = true;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * lease_lockq_leave -- give the head's place to the next waiter, if held
+ *
+ * Safe to call from the acquire's error path.
+ */
+void
+lease_lockq_leave(void)
+{
+	if (!lockq_held)
+		return;
+	lockq_held = false;
+	(void) LockRelease(&lockq_tag, ExclusiveLock, true);
+}
+
+/*
+ * lease_lockq_sleep -- the head's poll: sleep until wake_at, at most `*step`
+ * milliseconds, then double the step (up to lease.poll_interval)
+ */
+void
+lease_lockq_sleep(TimestampTz wake_at, int *step_ms)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz until = wake_at;
+
+	if (*step_ms < 1)
+		*step_ms = 1;
+	if (until > now + (int64) *step_ms * 1000)
+		until = now + (int64) *step_ms * 1000;
+	*step_ms = Min(*step_ms * 2, lease_poll_interval_ms);
+	lease_wait_until(until);
+}
