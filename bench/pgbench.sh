@@ -21,6 +21,11 @@
 #   PGLEASE_BENCH_CLIENTS   client counts, space separated    (default "1 8")
 #   PGLEASE_BENCH_NRES      number of distinct resources      (default 10000)
 #   PGLEASE_BENCH_WAL_PAIRS pairs per system in the WAL phase (default 5000; 0 skips it)
+#   PGLEASE_BENCH_OUT       name of the report under bench/results/ (default pgbench)
+#
+# One hot resource (8 clients taking turns, beside an advisory lock):
+#   PGLEASE_BENCH_SYSTEMS="pg_lease_hot advisory_hot" PGLEASE_BENCH_CLIENTS=8 \
+#   PGLEASE_BENCH_WAL_PAIRS=0 PGLEASE_BENCH_OUT=pgbench-hot bench/pgbench.sh
 set -euo pipefail
 
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -34,7 +39,7 @@ WAL_PAIRS="${PGLEASE_BENCH_WAL_PAIRS:-5000}"
 read -r -a SYSTEMS <<<"${PGLEASE_BENCH_SYSTEMS:-pg_lease advisory handmade handmade_asyncrel}"
 [ "${#SYSTEMS[@]}" -ge 1 ] || die "PGLEASE_BENCH_SYSTEMS is empty"
 OUT_DIR="$BENCH_DIR/results"
-OUT_MD="$OUT_DIR/pgbench.md"
+OUT_MD="$OUT_DIR/${PGLEASE_BENCH_OUT:-pgbench}.md"
 RAW_DIR="$OUT_DIR/raw"
 
 source "$REPO/scripts/lib/common.sh" # die, psql_q, on_exit
@@ -166,20 +171,20 @@ for c in $CLIENTS; do
 	done
 done
 RATIOS=""
-if [[ " ${SYSTEMS[*]} " == *" pg_lease "* ]] && [ "${#SYSTEMS[@]}" -ge 2 ]; then
+# the first system over each other one, at each client count
+SUBJECT="${SYSTEMS[0]}"
+if [ "${#SYSTEMS[@]}" -ge 2 ]; then
 	RATIOS="| clients |"; sep="|---:|"
-	for sys in "${SYSTEMS[@]}"; do
-		[ "$sys" = pg_lease ] && continue
-		RATIOS+=" pg_lease / $sys |"; sep+="---:|"
+	for sys in "${SYSTEMS[@]:1}"; do
+		RATIOS+=" $SUBJECT / $sys |"; sep+="---:|"
 	done
 	RATIOS+="
 $sep"
 	for c in $CLIENTS; do
 		RATIOS+="
 | $c |"
-		for sys in "${SYSTEMS[@]}"; do
-			[ "$sys" = pg_lease ] && continue
-			RATIOS+=" $(awk -v a="${MED[pg_lease,$c]}" -v b="${MED[$sys,$c]}" 'BEGIN { printf (a / b < 0.1 ? "%.3f" : "%.2f"), a / b }') |"
+		for sys in "${SYSTEMS[@]:1}"; do
+			RATIOS+=" $(awk -v a="${MED[$SUBJECT,$c]}" -v b="${MED[$sys,$c]}" 'BEGIN { printf (a / b < 0.1 ? "%.3f" : "%.2f"), a / b }') |"
 		done
 	done
 fi

@@ -254,6 +254,15 @@ if [ -n "${PGLEASE_BENCH_AB_DRIVER:-}" ]; then
 fi
 measure "$DRIVER" "$REPS" "$OUT/latest"
 
+# A lock service that deadlocks under contention fails its hot scenario
+# quietly (timeouts look like waits): count what the server logs say.
+printf '\n## Server logs\n\n' >>"$OUT/latest.md"
+for c in pre plain; do
+	n="$(grep -c 'deadlock detected' "$WORK/$c/server.log" || true)"
+	echo "- server log of the $c cluster: $n \`deadlock detected\`" >>"$OUT/latest.md"
+	[ "$n" = 0 ] || log "the $c cluster logged $n deadlocks: see $OUT/latest.md"
+done
+
 log "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 sed -n '/^## Targets/,/^## 1\./p' "$OUT/latest.md" | sed '$d' >&2
 log "wrote $OUT/latest.md, $OUT/latest.json and $OUT/latest.svg"
