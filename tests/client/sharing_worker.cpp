@@ -37,10 +37,12 @@
 //     tests/providers/sharing_check.py.  ID is NAME-i:PID:SEQ, one per
 //     request:
 //       R ID RESOURCE MODE LIMIT WAIT_MS START_US   a request, before the call
-//       G ID TOKEN END_US DEADLINE_US               granted: the call returned
+//       G ID TOKEN END_US DEADLINE_US SENT_US       granted: the call returned
 //                                                   at END_US; the grant's local
-//                                                   deadline
-//       E ID ERRC SQLSTATE END_US                   refused or not granted in time
+//                                                   deadline; the call was made
+//                                                   at SENT_US (after the R line
+//                                                   was written)
+//       E ID ERRC SQLSTATE END_US SENT_US           refused or not granted in time
 //       D ID DEADLINE_US                            the holder relies on its grant
 //                                                   until DEADLINE_US (logged
 //                                                   before it acts on it)
@@ -295,18 +297,23 @@ client(pglease::Locker &locker, Log &log, const std::string &name, const std::st
 		log.line("R %s %s %s %u %lld %lld\n", id.c_str(), r.resource.c_str(),
 		         std::string{pglease::to_string(r.options.mode)}.c_str(), r.options.limit,
 		         static_cast<long long>(r.options.wait.count()), mono_us());
+		// stamped again once the R line is written: writing it can stall
+		// (on the log's mutex, whose holder may be descheduled, or in the
+		// write) for longer than the checker's margin, and the request
+		// joins no queue before the call -- its order is the call's
+		const long long sent = mono_us();
 		auto lease = locker.acquire(r.resource, r.options);
 		const long long done = mono_us();
 		if (!lease) {
-			log.line("E %s %s %s %lld\n", id.c_str(),
+			log.line("E %s %s %s %lld %lld\n", id.c_str(),
 			         std::string{pglease::to_string(lease.error().code)}.c_str(),
-			         lease.error().sqlstate.empty() ? "-" : lease.error().sqlstate.c_str(), done);
+			         lease.error().sqlstate.empty() ? "-" : lease.error().sqlstate.c_str(), done, sent);
 			std::this_thread::sleep_for(std::chrono::milliseconds{20 + rng() % 100});
 			continue;
 		}
 		const auto left = lease->remaining(); // read before the clock, as in hold()
-		log.line("G %s %lld %lld %lld\n", id.c_str(), static_cast<long long>(lease->token()), done,
-		         mono_us() + left.count() * 1000 + 1000);
+		log.line("G %s %lld %lld %lld %lld\n", id.c_str(), static_cast<long long>(lease->token()), done,
+		         mono_us() + left.count() * 1000 + 1000, sent);
 		lease->on_lost(
 		    [&log, id](const pglease::Error &) { log.line("L %s %lld\n", id.c_str(), mono_us()); });
 		hold(log, id, *lease, 50 + static_cast<long>(rng() % 600));

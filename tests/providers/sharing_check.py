@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sharing_check.py [--fifo] [--chaos] NAME LOG... -- check the files
+"""sharing_check.py [--fifo] [--grant-tokens] [--chaos] NAME LOG... -- check the files
 sharing_worker's history mode wrote (tests/client/sharing_worker.cpp; times
 from CLOCK_MONOTONIC in microseconds, one clock for every process of the
 machine) for one provider, each file one client process (or the threads of
@@ -9,7 +9,11 @@ and "F FROM_US TO_US" (it was frozen).
 A grant is relied on from the moment its acquire returned (END_US of its G
 line) to the last deadline it logged (G, D lines), or to the start of its
 release if that comes first.  The server granted it somewhere between the
-request's start (R) and that return.  Properties:
+request's start (R) and that return.  A request is *asked* when its call
+was made (SENT_US of its G or E line, stamped once the R line was written;
+START_US in logs without it): the R line's write can stall for longer than
+any margin here, and the request joins no queue before the call.
+Properties:
 
   - never more holders than the limit: at no moment do more grants of a
     semaphore overlap than the smallest limit among them;
@@ -19,14 +23,24 @@ request's start (R) and that return.  Properties:
     order: a grant whose request started after another's acquire returned
     has the higher token;
   - no waiter overtaken (--fifo: the provider's capabilities().fifo_wait):
-    a request B that started more than ENTRY_MARGIN_MS (300) after a
-    waiting request A (wait > 0; not a process's first, which also
-    connects; no freeze of A's process meanwhile) must not be granted more
-    than GRANT_MARGIN_MS (300) before A was granted or gave up.  In one
-    queue only its front is granted, in every mode: a later reader behind
-    a waiting writer, a later permit behind a waiting permit.  Without
-    --fifo, still no reader overtook a waiting writer (the same check, A a
-    writer and B a reader): the contract is writer-preferring everywhere;
+    a request B asked more than ENTRY_MARGIN_MS (300) after a waiting
+    request A (wait > 0; not a process's first, which also connects; no
+    freeze of A's process from its start to its return) must not be granted
+    before A was granted or gave up.  In one queue only its front is
+    granted, in every mode: a later reader behind a waiting writer, a later
+    permit behind a waiting permit.  Granted before A was granted: with
+    --grant-tokens (the provider draws a token when it decides the grant:
+    memory, PostgreSQL, Redis) B's token is below A's -- the order the
+    grants were made in, which the returns need not keep (an acquire that
+    waited over TTL - heartbeat renews once before it returns, and a
+    process may be descheduled after its grant); without (etcd, ZooKeeper:
+    a token is its key's or node's creation, when it queues) B's acquire
+    returned more than GRANT_MARGIN_MS (300) before A's.  Before A gave up
+    (timeout): B's acquire returned more than GRANT_MARGIN_MS before A's
+    wait ran out (A asked + its wait: no client gives up sooner; A's
+    return may come later still).  Without --fifo, still no reader
+    overtook a waiting writer (the same check, A a writer and B a reader):
+    the contract is writer-preferring everywhere;
   - every acquire returned within its wait + GRACE_MS (3000), freezes of
     its process excepted, and every request has an outcome unless its
     process was killed;
@@ -74,6 +88,7 @@ class Request:
         self.id, self.source, self.resource = rid, source, resource
         self.mode, self.limit, self.wait_us, self.start = mode, int(limit), int(wait_ms) * 1000, int(start)
         self.seq = int(rid.rsplit(":", 1)[-1]) if ":" in rid else 0
+        self.sent = None  # the call was made (after the R line was written)
         self.end = None  # the call returned
         self.token = None
         self.errc = self.sqlstate = None
@@ -84,6 +99,11 @@ class Request:
     @property
     def granted(self):
         return self.token is not None
+
+    @property
+    def asked(self):
+        """When the request could first join a queue: its call, not its R line."""
+        return self.start if self.sent is None else self.sent
 
     def relied_until(self):
         return self.deadline if self.stop is None else min(self.stop, self.deadline)
@@ -120,8 +140,10 @@ def read(paths):
                         r = requests[w[1]]
                         if kind == "G":
                             r.token, r.end, r.deadline = int(w[2]), int(w[3]), int(w[4])
+                            r.sent = int(w[5]) if len(w) > 5 else None
                         elif kind == "E":
                             r.errc, r.sqlstate, r.end = w[2], w[3], int(w[4])
+                            r.sent = int(w[5]) if len(w) > 5 else None
                         elif kind == "D":
                             r.deadline = max(r.deadline, int(w[2]))
                         elif kind in "UA":
@@ -213,26 +235,39 @@ def writer(r):
     return r.limit == 0 and r.mode == "exclusive"
 
 
-def check_fifo(requests, freezes, writers_only=False):
-    """Requests of one resource: B started well after A waited, granted well
-    before A's turn ended (writers_only: A a writer, B a reader)."""
+def check_fifo(requests, freezes, writers_only=False, grant_tokens=False):
+    """Requests of one resource: B asked well after A waited, granted before
+    A's turn ended (writers_only: A a writer, B a reader; grant_tokens: the
+    tokens give the order of grants)."""
     waiting = [a for a in requests if a.wait_us > 0 and a.seq > 0 and a.end is not None
                and (a.granted or a.errc == "timeout") and not overlaps(freezes[a.source], a.start, a.end)
                and (writer(a) or not writers_only)]
-    by_start = sorted((r for r in requests if r.granted and (r.mode == "shared" or not writers_only)),
-                      key=lambda r: r.start)
-    starts = [r.start for r in by_start]
-    first = [None] * (len(by_start) + 1)  # first[i]: the earliest granted among by_start[i:]
-    for i in range(len(by_start) - 1, -1, -1):
+    by_asked = sorted((r for r in requests if r.granted and (r.mode == "shared" or not writers_only)),
+                      key=lambda r: r.asked)
+    asked = [r.asked for r in by_asked]
+    first = [None] * (len(by_asked) + 1)  # first[i]: the earliest returned among by_asked[i:]
+    for i in range(len(by_asked) - 1, -1, -1):
         nxt = first[i + 1]
-        first[i] = by_start[i] if nxt is None or by_start[i].end < nxt.end else nxt
+        first[i] = by_asked[i] if nxt is None or by_asked[i].end < nxt.end else nxt
     bad = []
     for a in waiting:
-        b = first[bisect.bisect_right(starts, a.start + ENTRY_MARGIN_US)]
-        if b is not None and b.end + GRANT_MARGIN_US < a.end:
-            outcome = "granted" if a.granted else "gave up"
-            bad.append(f"{b} asked {(b.start - a.start) // 1000} ms after {a} and was granted "
-                       f"{(a.end - b.end) // 1000} ms before it {outcome}")
+        i = bisect.bisect_right(asked, a.asked + ENTRY_MARGIN_US)
+        if a.granted and grant_tokens:
+            # one asked after A's acquire returned was granted after A, whatever
+            # its token: a lower one breaks the tokens' order, not the queue's
+            j = bisect.bisect_left(asked, a.end)
+            b = min(by_asked[i:j], key=lambda r: r.token, default=None)
+            if b is not None and b.token < a.token:
+                bad.append(f"{b} asked {(b.asked - a.asked) // 1000} ms after {a} and was granted before it "
+                           f"(the lower token; the acquires returned at {b.end} and {a.end} us)")
+            continue
+        b = first[i]
+        # a timeout ends A's wait no sooner than its wait after it asked
+        turn_ended = a.end if a.granted else min(a.end, a.asked + a.wait_us)
+        if b is not None and b.end + GRANT_MARGIN_US < turn_ended:
+            outcome = "it was granted" if a.granted else "its wait ran out"
+            bad.append(f"{b} asked {(b.asked - a.asked) // 1000} ms after {a} and was granted "
+                       f"{(turn_ended - b.end) // 1000} ms before {outcome}")
     return bad, len(waiting)
 
 
@@ -269,8 +304,8 @@ def check_refusals(requests):
 def main(argv):
     flags = {a for a in argv if a.startswith("--")}
     args = [a for a in argv if not a.startswith("--")]
-    if len(args) < 2 or flags - {"--fifo", "--chaos"}:
-        sys.exit("usage: sharing_check.py [--fifo] [--chaos] NAME LOG...")
+    if len(args) < 2 or flags - {"--fifo", "--grant-tokens", "--chaos"}:
+        sys.exit("usage: sharing_check.py [--fifo] [--grant-tokens] [--chaos] NAME LOG...")
     name, paths = args[0], args[1:]
     requests, kills, freezes = read(paths)
     report = Report(name)
@@ -278,6 +313,7 @@ def main(argv):
     for r in requests:
         by_resource[r.resource].append(r)
 
+    grant_tokens = "--grant-tokens" in flags
     bad = defaultdict(list)
     facts = []
     waiters_checked = 0
@@ -291,11 +327,11 @@ def main(argv):
         bad[P_TOKEN_ONCE] += once
         bad[P_TOKEN_ORDER] += order
         if "--fifo" in flags:
-            overtaken, checked = check_fifo(rs, freezes)
+            overtaken, checked = check_fifo(rs, freezes, grant_tokens=grant_tokens)
             bad[P_FIFO] += overtaken
             waiters_checked += checked
         else:
-            overtaken, checked = check_fifo(rs, freezes, writers_only=True)
+            overtaken, checked = check_fifo(rs, freezes, writers_only=True, grant_tokens=grant_tokens)
             bad[P_WRITER_FIRST] += overtaken
             waiters_checked += checked
         waited = sum(1 for g in grants if g.end - g.start > 100000)

@@ -43,7 +43,8 @@ history() {
 	done
 }
 
-FLAGS="--fifo --chaos"
+# memory's and PostgreSQL's flags (sharing_history.sh): FIFO, tokens drawn at the grant
+FLAGS="--fifo --grant-tokens --chaos"
 # shellcheck disable=SC2086 # FLAGS are words
 check() { python3 "$CHECK" $FLAGS planted "$1"/*.log 2>&1; }
 
@@ -93,6 +94,38 @@ plant reader_overtook_writer "no waiter overtaken" \
 plant try_barged "no waiter overtaken" \
 	c5 "R c5-0:5:2 p/sem exclusive 3 2000 1000000\nG c5-0:5:2 6 2500000 3000000\nU c5-0:5:2 2600000\n" \
 	c6 "R c6-0:8:1 p/sem exclusive 3 0 1400000\nG c6-0:8:1 5 1401000 2000000\nU c6-0:8:1 1450000\n"
+# A grant's acquire may return long after the grant: one that waited over
+# TTL - heartbeat renews once first, and its process may be descheduled.
+# Reader A (token 50) asked at 1.0 s and returned at 3.0 s; reader B, asked
+# at 1.5 s, got token 51 and returned at 1.6 s: granted after A, in order
+# (sharing_history on PostgreSQL flagged such a pair, tokens 701 and 709)
+allowed late_return_is_no_overtaking \
+	c5 "R c5-0:5:2 p/rw shared 0 2000 1000000\nG c5-0:5:2 50 3000000 4000000 1000050\nU c5-0:5:2 3100000\n" \
+	c6 "R c6-0:8:1 p/rw shared 0 2000 1500000\nG c6-0:8:1 51 1600000 3000000 1500040\nU c6-0:8:1 1700000\n"
+# ... and one that gave up: writer A's wait of 500 ms ran out at 1.5 s, its
+# acquire returned at 2.2 s; reader B, asked at 1.55 s, was granted after it
+allowed late_timeout_is_no_overtaking \
+	c5 "R c5-0:5:2 p/rw exclusive 0 500 1000000\nE c5-0:5:2 timeout - 2200000 1000050\n" \
+	c6 "R c6-0:8:1 p/rw shared 0 2000 1550000\nG c6-0:8:1 50 1600000 3000000 1550040\nU c6-0:8:1 1700000\n"
+# Writer A's R line at 1.0 s took 500 ms to write (its call made at 1.5 s):
+# reader B, whose call was made at 1.4 s, was first in the queue (sharing_history
+# on memory flagged such a pair, tokens 519 and 523) ...
+allowed stalled_log_write_is_no_early_ask \
+	c5 "R c5-0:5:2 p/rw exclusive 0 2000 1000000\nG c5-0:5:2 52 2500000 4000000 1500000\nU c5-0:5:2 2600000\n" \
+	c6 "R c6-0:8:1 p/rw shared 0 2000 1400000\nG c6-0:8:1 51 1450000 3000000 1400040\nU c6-0:8:1 1500000\n"
+# ... but called at 1.0 s, A waited before B: B's lower token overtook it
+plant reader_overtook_writer_by_token "no waiter overtaken" \
+	c5 "R c5-0:5:2 p/rw exclusive 0 2000 1000000\nG c5-0:5:2 52 2500000 4000000 1000050\nU c5-0:5:2 2600000\n" \
+	c6 "R c6-0:8:1 p/rw shared 0 2000 1400000\nG c6-0:8:1 51 1450000 3000000 1400040\nU c6-0:8:1 1500000\n"
+# etcd's and ZooKeeper's tokens are their keys' and nodes' creation, when a
+# request queues: there the returns are the order of grants, late or not
+FLAGS="--fifo --chaos"
+plant late_return_without_grant_tokens "no waiter overtaken" \
+	c5 "R c5-0:5:2 p/rw shared 0 2000 1000000\nG c5-0:5:2 50 3000000 4000000 1000050\nU c5-0:5:2 3100000\n" \
+	c6 "R c6-0:8:1 p/rw shared 0 2000 1500000\nG c6-0:8:1 51 1600000 3000000 1500040\nU c6-0:8:1 1700000\n"
+plant try_barged_without_grant_tokens "no waiter overtaken" \
+	c5 "R c5-0:5:2 p/sem exclusive 3 2000 1000000\nG c5-0:5:2 6 2500000 3000000\nU c5-0:5:2 2600000\n" \
+	c6 "R c6-0:8:1 p/sem exclusive 3 0 1400000\nG c6-0:8:1 5 1401000 2000000\nU c6-0:8:1 1450000\n"
 # without FIFO, a reader still must not overtake a waiting writer ...
 FLAGS="--chaos"
 plant reader_overtook_writer_without_fifo "no reader overtook a waiting writer" \
@@ -103,7 +136,7 @@ FLAGS="--chaos"
 allowed try_may_barge_without_fifo \
 	c5 "R c5-0:5:2 p/sem exclusive 3 2000 1000000\nG c5-0:5:2 6 2500000 3000000\nU c5-0:5:2 2600000\n" \
 	c6 "R c6-0:8:1 p/sem exclusive 3 0 1400000\nG c6-0:8:1 5 1401000 2000000\nU c6-0:8:1 1450000\n"
-FLAGS="--fifo --chaos"
+FLAGS="--fifo --grant-tokens --chaos"
 plant slow_acquire "every acquire returned within its wait + grace" \
 	c5 "R c5-0:5:3 p/rw shared 0 500 3000000\nE c5-0:5:3 timeout - 7000000\n"
 plant never_returned "every acquire returned within its wait + grace" \
