@@ -5,12 +5,15 @@
 // Locking: LeaseEngine::mu_ guards the list of tracked leases; each
 // LeaseState::mu guards its deadline, schedule and lost/released state, and
 // LeaseState::op_mu serializes the provider calls on its grant.  No lock but
-// op_mu is held across a provider call, mu is never taken while holding the
-// engine's mu_ for long, and callbacks run with no lock held.
+// op_mu is held across a provider call (one try of it: a release's retries
+// take it again for each), mu may be taken while holding op_mu but never the
+// other way round, mu is never taken while holding the engine's mu_ for
+// long, and callbacks run with no lock held.
 #include <unistd.h>
 
 #include <algorithm>
 
+#include "detail/backoff.hpp"
 #include "detail/provider.hpp"
 #include "pglease/options.hpp"
 
@@ -178,6 +181,35 @@ LeaseEngine::mark_lost(LeaseState &st, const Error &error) noexcept
 	}
 }
 
+namespace {
+
+// ended -- released or lost: no call may act on the grant any more
+bool
+ended(LeaseState &st) noexcept
+{
+	std::lock_guard<std::mutex> lk(st.mu);
+	return st.lost || st.released;
+}
+
+// The pauses between the tries of a release: short, since a lock conflict or
+// a failover is often over in milliseconds, and jittered (detail/backoff.hpp).
+constexpr milliseconds release_pause_first{10};
+constexpr milliseconds release_pause_max{200};
+
+} // namespace
+
+bool
+Grant::repeats_release() const noexcept
+{
+	return false;
+}
+
+std::optional<Result<bool>>
+Grant::release_again(Clock::time_point) noexcept
+{
+	return std::nullopt;
+}
+
 // renew_now -- one renewal; a definite "no" or a missed deadline is a loss
 Result<void>
 LeaseEngine::renew_now(LeaseState &st) noexcept
@@ -191,6 +223,10 @@ LeaseEngine::renew_now(LeaseState &st) noexcept
 	Result<bool> renewed = Error{Errc::internal, "", "no grant"};
 	{
 		std::lock_guard<std::mutex> lk(st.op_mu);
+		// a release may have begun while this call waited for op_mu: the
+		// grant is its now (it may still be trying, between its tries)
+		if (ended(st))
+			return Error{Errc::lost, "", "lease \"" + st.resource + "\" is no longer held"};
 		if (st.grant)
 			renewed = st.grant->renew(st.ttl);
 	}
@@ -225,9 +261,21 @@ LeaseEngine::renew_now(LeaseState &st) noexcept
 	return renewed.error();
 }
 
+// release -- end the grant; a release that failed for a reason that may pass
+// (is_retryable: a statement or lock timeout, a serialization failure or
+// deadlock, a broken connection, a server shutting down) is tried again after
+// a short pause, as long as the provider repeats releases
+// (Grant::release_again), until it is answered, fails for good, or the
+// lease's local deadline passes.  The deadline is the bound because past it
+// the holder no longer counts on the grant and the server ends it by its own
+// expiry anyway (within the latency of the last renewal): a later try would
+// free the resource no sooner, and only keep the caller -- often a
+// destructor -- waiting.  op_mu is held for each try, not across the pauses,
+// so the renewal thread never waits for more than one try.
 Result<void>
 LeaseEngine::release(LeaseState &st) noexcept
 {
+	Clock::time_point bound;
 	{
 		std::lock_guard<std::mutex> lk(st.mu);
 		if (st.released)
@@ -235,17 +283,44 @@ LeaseEngine::release(LeaseState &st) noexcept
 		if (st.lost)
 			return Error{Errc::lost, "", "lease \"" + st.resource + "\" was lost before release"};
 		st.released = true;
+		bound = st.deadline;
 	}
 	Result<bool> released = Error{Errc::internal, "", "no grant"};
+	bool repeats = false;
 	{
 		std::lock_guard<std::mutex> lk(st.op_mu);
-		if (st.grant)
+		if (st.grant) {
 			released = st.grant->release();
+			repeats = st.grant->repeats_release();
+		}
+	}
+	Backoff pause{release_pause_first, release_pause_max};
+	bool outcome_lost = false; // a try may have ended the grant, its answer lost
+	while (repeats && !released && is_retryable(released.error())) {
+		milliseconds wait = pause.next();
+		auto now = Clock::now();
+		if (bound <= now || bound - now <= wait)
+			break;
+		std::this_thread::sleep_for(wait);
+		outcome_lost = outcome_lost || released.error().code == Errc::unavailable;
+		std::optional<Result<bool>> again;
+		{
+			std::lock_guard<std::mutex> lk(st.op_mu);
+			if (st.grant)
+				again = st.grant->release_again(bound);
+		}
+		if (!again)
+			break;
+		released = std::move(*again);
 	}
 	if (!released)
 		return released.error();
 	if (!*released)
-		return Error{Errc::lost, "", "lease \"" + st.resource + "\" was no longer held at release"};
+		return Error{Errc::lost, "",
+		             "lease \"" + st.resource + "\" was no longer held at release" +
+		                 (outcome_lost ? " (or an earlier try, whose answer was lost with its connection, "
+		                                 "had released it)"
+		                               : "")};
 	return {};
 }
 
@@ -460,11 +535,13 @@ LockerBase::check_sharing(const LeaseOptions &options) const
 	if (options.mode != Mode::exclusive && options.mode != Mode::shared)
 		return Error{Errc::invalid_argument, "22023", "mode must be exclusive or shared"};
 	if (options.mode == Mode::shared && options.limit > 0)
-		return Error{Errc::invalid_argument, "22023",
-		             "a lease is shared (mode) or counted (limit), not both: a semaphore's permits are exclusive"};
+		return Error{
+		    Errc::invalid_argument, "22023",
+		    "a lease is shared (mode) or counted (limit), not both: a semaphore's permits are exclusive"};
 	if (options.limit > max_limit)
 		return Error{Errc::invalid_argument, "22023",
-		             "limit " + std::to_string(options.limit) + " is over the maximum, " + std::to_string(max_limit)};
+		             "limit " + std::to_string(options.limit) + " is over the maximum, " +
+		                 std::to_string(max_limit)};
 	if (options.mode == Mode::exclusive && options.limit == 0)
 		return {};
 	if (options.strategy == Strategy::advisory)
@@ -472,10 +549,12 @@ LockerBase::check_sharing(const LeaseOptions &options) const
 	Capabilities c = capabilities();
 	if (options.mode == Mode::shared && !c.shared_mode)
 		return Error{Errc::invalid_argument, "22023",
-		             "the " + std::string{provider()} + " provider has no shared leases (capabilities().shared_mode is false)"};
+		             "the " + std::string{provider()} +
+		                 " provider has no shared leases (capabilities().shared_mode is false)"};
 	if (options.limit > 0 && !c.semaphore)
 		return Error{Errc::invalid_argument, "22023",
-		             "the " + std::string{provider()} + " provider has no semaphores (capabilities().semaphore is false)"};
+		             "the " + std::string{provider()} +
+		                 " provider has no semaphores (capabilities().semaphore is false)"};
 	return {};
 }
 
@@ -495,10 +574,11 @@ confirm_after_wait(std::string_view resource, milliseconds ttl, milliseconds dri
 	}
 	if (confirmed || Clock::now() >= granted.deadline) {
 		(void)granted.grant->release(); // best effort: it may be gone already
-		return Error{Errc::lost, confirmed ? "" : confirmed.error().sqlstate,
-		             "lease \"" + std::string{resource} + "\" token " + std::to_string(granted.token) +
-		                 " was granted at the end of a long wait and had expired before it could be confirmed" +
-		                 (confirmed ? std::string{} : ": " + confirmed.error().message)};
+		return Error{
+		    Errc::lost, confirmed ? "" : confirmed.error().sqlstate,
+		    "lease \"" + std::string{resource} + "\" token " + std::to_string(granted.token) +
+		        " was granted at the end of a long wait and had expired before it could be confirmed" +
+		        (confirmed ? std::string{} : ": " + confirmed.error().message)};
 	}
 	return {}; // not confirmed yet, time left: the renewal thread goes on trying
 }

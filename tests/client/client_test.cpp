@@ -642,6 +642,236 @@ TEST_F(ClientTest, EphemeralLeaseEndsWithItsConnection)
 	EXPECT_FALSE(lease->valid());
 }
 
+// ---- retries of renew and release (issue 35) --------------------------------------
+// Renew and release name one exact grant (resource, token), so the client
+// repeats one that failed for a reason that may pass: a lease's release until
+// its local deadline, every renew and token call within its own bound.
+
+namespace {
+
+// RowLock -- another session holding FOR SHARE on a grant's row in an open
+// transaction, as a fenced write does: every renew and release of that grant
+// waits for it (and is cancelled by its statement timeout, 57014)
+class RowLock {
+public:
+	RowLock(const std::string &resource, std::int64_t token) : conn_(""), tx_(conn_)
+	{
+		(void)tx_.exec_params1("SELECT 1 FROM lease.grants WHERE resource = $1 AND token = $2 FOR SHARE",
+		                       resource, token);
+	}
+	~RowLock()
+	{
+		try {
+			let_go();
+		} catch (...) {
+		}
+	}
+	void let_go()
+	{
+		if (!done_)
+			tx_.commit();
+		done_ = true;
+	}
+
+private:
+	pqxx::connection conn_;
+	pqxx::work tx_;
+	bool done_ = false;
+};
+
+// terminate -- end the backends of an application_name (at least one) and
+// wait until they are gone
+bool
+terminate(Admin &admin, const std::string &application)
+{
+	const std::string of = " FROM pg_stat_activity WHERE application_name = '" + application + "'";
+	if (admin.one("SELECT count(pg_terminate_backend(pid))" + of)[0].as<int>() == 0)
+		return false;
+	return eventually([&] { return admin.one("SELECT count(*)" + of)[0].as<int>() == 0; }, 5s);
+}
+
+} // namespace
+
+// The observed failure: on a hot resource a release was cancelled by its
+// statement timeout, the client gave up, and every waiter timed out while
+// the grant ran out its 30 s TTL.  Now the release is tried again until the
+// row is let go, and the waiter is granted then.
+TEST_F(ClientTest, ReleaseRetriedAfterAStatementTimeoutFreesTheLeaseAtOnce)
+{
+	pglease::ClientOptions co;
+	co.statement_grace = 300ms;
+	pglease::Client holder{"", co}, other{""};
+	auto r = unique_resource();
+	auto lease = holder.acquire(r, opts(30s));
+	ASSERT_TRUE(lease) << lease.error();
+	const auto token = lease->token();
+	RowLock row{r, token};
+	auto waiter = std::async(std::launch::async, [&] { // another thread: this one holds a lease
+		auto t0 = std::chrono::steady_clock::now();
+		auto next = other.acquire(r, opts(30s, 10s));
+		return std::make_pair(std::move(next), std::chrono::steady_clock::now() - t0);
+	});
+	std::thread letting_go([&] {
+		std::this_thread::sleep_for(1s); // three statement timeouts of the release
+		row.let_go();
+	});
+	auto t0 = std::chrono::steady_clock::now();
+	auto released = lease->release();
+	auto took = std::chrono::steady_clock::now() - t0;
+	letting_go.join();
+	EXPECT_TRUE(released) << "a release cancelled by its statement timeout was not tried again: "
+	                      << released.error();
+	EXPECT_GE(took, 900ms) << "released through another session's row lock?";
+	EXPECT_LT(took, 5s);
+	auto [next, waited] = waiter.get();
+	ASSERT_TRUE(next) << "the waiter was not granted after the row was let go: " << next.error();
+	EXPECT_GT(next->token(), token);
+	EXPECT_LT(waited, 5s) << "the waiter waited for the grant's TTL";
+}
+
+// A renewal cancelled by its statement timeout is tried again (the renewal
+// thread, every 200 ms) until the local deadline: the lease is never lost
+// when the row is let go before it, and the server's grant is extended.
+TEST_F(ClientTest, RenewalRetriedAfterAStatementTimeoutKeepsTheLease)
+{
+	pglease::ClientOptions co;
+	co.statement_grace = 300ms;
+	pglease::Client client{"", co};
+	Admin admin;
+	auto r = unique_resource();
+	auto lease = client.acquire(r, opts(3s)); // renewed every second
+	ASSERT_TRUE(lease) << lease.error();
+	std::atomic<int> lost{0};
+	lease->on_lost([&](const pglease::Error &) { lost++; });
+	{
+		RowLock row{r, lease->token()};
+		std::this_thread::sleep_for(2s); // the renewal at 1 s waits and is cancelled, again and again
+	}
+	std::this_thread::sleep_for(1500ms); // past the deadline the first grant had
+	EXPECT_EQ(lost.load(), 0);
+	EXPECT_TRUE(lease->valid());
+	EXPECT_TRUE(admin.is_current(r, lease->token()))
+	    << "the renewals after the row was let go did not reach the server";
+}
+
+// A pooled connection whose backend was terminated (a restart, a failover,
+// an idle timeout) fails the first try at once; the retry runs on a fresh
+// connection, so renew, the token calls and release succeed.
+TEST_F(ClientTest, RenewAndReleaseOnATerminatedConnectionAreRetriedOnAFreshOne)
+{
+	pglease::Client client{"application_name=cxx_retry_fresh"};
+	Admin admin;
+	auto r = unique_resource();
+	auto o = opts(10s);
+	o.auto_renew = false;
+	o.holder = "fresh";
+	auto lease = client.acquire(r, o);
+	ASSERT_TRUE(lease) << lease.error();
+
+	ASSERT_TRUE(terminate(admin, "cxx_retry_fresh")) << "no pooled connection to terminate";
+	auto renewed = lease->renew();
+	EXPECT_TRUE(renewed) << renewed.error();
+	EXPECT_TRUE(lease->valid());
+
+	ASSERT_TRUE(terminate(admin, "cxx_retry_fresh")) << "no pooled connection to terminate";
+	auto by_token = client.renew(r, lease->token(), "fresh", 10s);
+	ASSERT_TRUE(by_token) << by_token.error();
+	EXPECT_TRUE(*by_token);
+
+	ASSERT_TRUE(terminate(admin, "cxx_retry_fresh")) << "no pooled connection to terminate";
+	auto released = lease->release();
+	EXPECT_TRUE(released) << released.error();
+	EXPECT_FALSE(admin.is_current(r, lease->token())) << "the release did not reach the server";
+}
+
+// A permanent error (here 42501: the role may no longer run lease.release)
+// is not retried: the release answers at once, long before its bound (the
+// lease's local deadline, 30 s away), and changes nothing.
+TEST_F(ClientTest, ReleaseFailingForGoodIsNotRetried)
+{
+	Admin admin;
+	admin.exec("DROP ROLE IF EXISTS pglease_api_norelease");
+	admin.exec("CREATE ROLE pglease_api_norelease LOGIN");
+	auto r = unique_resource();
+	std::int64_t token = 0;
+	{
+		pglease::Client client{"user=pglease_api_norelease"};
+		auto lease = client.acquire(r, opts(30s));
+		ASSERT_TRUE(lease) << lease.error();
+		token = lease->token();
+		// every role but superusers: back at the end of this block, whatever happens
+		admin.exec("REVOKE EXECUTE ON FUNCTION lease.release(pg_catalog.text, pg_catalog.int8) FROM PUBLIC");
+		struct Regrant {
+			Admin &admin;
+			~Regrant()
+			{
+				admin.exec(
+				    "GRANT EXECUTE ON FUNCTION lease.release(pg_catalog.text, pg_catalog.int8) TO PUBLIC");
+			}
+		} regrant{admin};
+		auto t0 = std::chrono::steady_clock::now();
+		auto released = lease->release();
+		auto took = std::chrono::steady_clock::now() - t0;
+		ASSERT_FALSE(released);
+		EXPECT_EQ(released.error().code, Errc::permission) << released.error();
+		EXPECT_EQ(released.error().sqlstate, "42501");
+		EXPECT_LT(took, 1s) << "a permanent error was retried";
+	}
+	EXPECT_TRUE(admin.is_current(r, token)) << "a refused release changed the grant";
+	admin.exec("SELECT lease.release('" + r + "', " + std::to_string(token) + ")");
+	admin.exec("DROP ROLE pglease_api_norelease");
+}
+
+// The destructor's retries stop at the lease's local deadline (past it the
+// grant is over anyway): it never blocks longer, though the row stays locked.
+TEST_F(ClientTest, DestructorRetriesTheReleaseNoLongerThanTheLocalDeadline)
+{
+	pglease::ClientOptions co;
+	co.statement_grace = 300ms;
+	pglease::Client client{"", co};
+	auto r = unique_resource();
+	auto o = opts(2s);
+	o.auto_renew = false;
+	auto lease = std::make_unique<pglease::Result<pglease::Lease>>(client.acquire(r, o));
+	ASSERT_TRUE(*lease) << lease->error();
+	RowLock row{r, (*lease)->token()};
+	auto bound = (*lease)->remaining();
+	auto t0 = std::chrono::steady_clock::now();
+	lease.reset();
+	auto took = std::chrono::steady_clock::now() - t0;
+	std::cout << "destructor: " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+	          << " ms, the local deadline " << bound.count() << " ms away\n";
+	EXPECT_LE(took, bound + 100ms) << "the destructor blocked past the lease's local deadline";
+	EXPECT_GE(took, 600ms) << "the release was not tried again after its first statement timeout";
+}
+
+// A session-bound grant needs no retry: a failed release closes its session,
+// and the backend's exit ends the grant, so the next taker gets it when the
+// row is let go, and the release answers within its own bound.
+TEST_F(ClientTest, SessionBoundReleaseThatTimesOutEndsTheGrantWithItsSession)
+{
+	pglease::ClientOptions co;
+	co.statement_grace = 300ms;
+	pglease::Client client{"", co}, other{""};
+	auto r = unique_resource();
+	auto o = opts(30s);
+	o.strategy = pglease::Strategy::ephemeral;
+	auto lease = client.acquire(r, o);
+	ASSERT_TRUE(lease) << lease.error();
+	RowLock row{r, lease->token()};
+	auto t0 = std::chrono::steady_clock::now();
+	auto released = lease->release();
+	auto took = std::chrono::steady_clock::now() - t0;
+	row.let_go();
+	ASSERT_FALSE(released) << "released through another session's row lock?";
+	EXPECT_EQ(released.error().code, Errc::timeout) << released.error();
+	EXPECT_LT(took, 1500ms) << "a session-bound release was retried";
+	auto o2 = opts(10s);
+	o2.allow_nested_try = true;
+	EXPECT_TRUE(eventually([&] { return static_cast<bool>(other.try_acquire(r, o2)); }, 3s))
+	    << "the grant outlived the session its failed release closed";
+}
+
 // Restarts the test cluster: keep these last in the file.
 TEST_F(ClientTest, ServerRestartWhileLeaseHeldKeepsLeaseWithinTtl)
 {
@@ -1336,6 +1566,34 @@ TEST_F(ClientTest, FrozenServerEveryCallReturnsWithinItsBound)
 	EXPECT_LE(release_ms, statement + connect + slack);
 	// thawed, the client recovers and the lease was never lost server-side
 	EXPECT_TRUE(eventually([&] { return static_cast<bool>(lease->renew()); }, 10s));
+}
+
+// A lease's release is retried until its local deadline, and no longer, even
+// when every try meets a frozen server: each try's statement is cut so the
+// client gives up on it by the deadline, and a new connection is opened only
+// while connect_timeout fits before it.
+TEST_F(ClientTest, FrozenServerDestructorReturnsByTheLocalDeadline)
+{
+	const char *cluster = std::getenv("PGLEASE_CLUSTER");
+	ASSERT_NE(cluster, nullptr) << "PGLEASE_CLUSTER unset: run through make test";
+	pglease::ClientOptions co;
+	co.statement_grace = 500ms;
+	co.connect_timeout = 1s; // libpq waits 2 s
+	pglease::Client client{"", co};
+	auto o = opts(5s);
+	o.auto_renew = false;
+	auto lease = std::make_unique<pglease::Result<pglease::Lease>>(client.acquire(unique_resource(), o));
+	ASSERT_TRUE(*lease) << lease->error();
+	FrozenCluster frozen{cluster};
+	ASSERT_TRUE(frozen.freeze());
+	auto bound = (*lease)->remaining();
+	auto t0 = std::chrono::steady_clock::now();
+	lease.reset();
+	long long took = ms_of(std::chrono::steady_clock::now() - t0);
+	frozen.thaw();
+	std::cout << "frozen server: destructor " << took << " ms, the local deadline " << bound.count()
+	          << " ms away\n";
+	EXPECT_LE(took, bound.count() + 100) << "the destructor blocked past the lease's local deadline";
 }
 
 // An acquire the client gave up on (its backend was stopped past the call's

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -58,6 +59,14 @@ public:
 	virtual Result<bool> renew(milliseconds ttl) noexcept = 0;
 	/// End the grant.  true: ended; false: it was no longer held.
 	virtual Result<bool> release() noexcept = 0;
+	/// Whether a release that failed for a reason that may pass
+	/// (is_retryable) is tried again (release_again): only where a release
+	/// names one exact grant, so that repeating it is safe.  Default: no.
+	[[nodiscard]] virtual bool repeats_release() const noexcept;
+	/// Try again a release that failed for a reason that may pass, returning
+	/// by bound (the lease's local deadline) even if the server freezes.
+	/// nullopt: no try can end by bound (or repeats_release() is false).
+	virtual std::optional<Result<bool>> release_again(Clock::time_point bound) noexcept;
 	/// An election's grant: publish value while this grant is the current
 	/// one, compared in the same server-side step.  true: published; false:
 	/// not current (lost at once); an error: unknown.  Default (a lock's

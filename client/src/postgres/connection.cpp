@@ -65,12 +65,7 @@ sqlstate_of(const pqxx::sql_error &e)
 	return {};
 }
 
-// How long past its statement_timeout a call waits for the server's own
-// error before the client closes the connection (CallDeadline): the server
-// is then frozen or cut off.
-constexpr milliseconds answer_margin{500};
-
-// ServerSilent -- a call outlived statement_timeout + answer_margin
+// ServerSilent -- a call outlived statement_timeout + db_answer_margin
 struct ServerSilent : std::runtime_error {
 	explicit ServerSilent(milliseconds limit)
 	    : std::runtime_error("the server did not answer within " + std::to_string(limit.count()) +
@@ -80,12 +75,12 @@ struct ServerSilent : std::runtime_error {
 };
 
 // watched -- run exec() on tx's connection under a CallDeadline of timeout +
-// answer_margin; a call cut off by it throws ServerSilent
+// db_answer_margin; a call cut off by it throws ServerSilent
 template <class Exec>
 auto
 watched(pqxx::transaction_base &tx, milliseconds timeout, Exec &&exec)
 {
-	milliseconds limit = saturating_add(timeout, answer_margin);
+	milliseconds limit = saturating_add(timeout, db_answer_margin);
 	CallDeadline deadline{tx.conn().sock(), limit};
 	try {
 		return exec();
@@ -348,15 +343,15 @@ db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wai
 		pqxx::nontransaction tx{*db.conn};
 		// a permit names its semaphore's limit third; a reader and a lock (or
 		// a campaign) have the same arguments
-		std::string call = limit > 0                ? "lease.acquire_permit("
+		std::string call = limit > 0              ? "lease.acquire_permit("
 		                   : mode == Mode::shared ? "lease.acquire_shared("
 		                                          : "lease.acquire(";
 		call += tx.quote(std::string{resource}) + ", " + tx.quote(interval_ms(ttl)) + "::interval, ";
 		if (limit > 0)
 			call += std::to_string(limit) + "::pg_catalog.int4, ";
 		call += tx.quote(interval_ms(wait)) + "::interval, " + tx.quote(holder) + ", " +
-		        (session_bound ? "true" : "false") + (value ? ", " + value_literal(tx, *value) : std::string{}) +
-		        ")";
+		        (session_bound ? "true" : "false") +
+		        (value ? ", " + value_literal(tx, *value) : std::string{}) + ")";
 		pqxx::row r = bounded(tx, statement_timeout, call);
 		if (r[0].is_null())
 			return std::optional<std::int64_t>{};

@@ -26,6 +26,12 @@ using DbPtr = std::unique_ptr<Db, DbDeleter>;
 
 using std::chrono::milliseconds;
 
+/// How long past its statement_timeout a call waits for the server's own
+/// error before the client closes the connection (watchdog.hpp): the server
+/// is then frozen or cut off.  A call's bound is its statement_timeout plus
+/// this.
+inline constexpr milliseconds db_answer_margin{500};
+
 /// The conninfo to connect with: DSN (a URL or key=value string) checked by
 /// libpq's parser (Errc::invalid_argument, password masked, when it refuses),
 /// with connect_timeout added unless DSN has one.

@@ -15,11 +15,21 @@
 // the connections are postgres/pool.cpp's, every SQL call connection.cpp's,
 // the pqxx-typed extras postgres.cpp's.
 //
+// Renew and release act only on the exact grant (resource, token), so
+// repeating one is safe: a try that fails for a reason that may pass
+// (is_retryable) is made again, on a fresh connection when the old one broke
+// (retried, within the call's own bound; a lease's release also until its
+// local deadline, through Grant::release_again).
+//
 // Locking: a PgGrant's pinned connection is used under its
 // LeaseState::op_mu; the pool locks itself.  No lock is held across a
 // database call except op_mu.
 #include "pglease/client.hpp"
 
+#include <algorithm>
+#include <thread>
+
+#include "detail/backoff.hpp"
 #include "detail/provider.hpp"
 #include "postgres/db.hpp"
 #include "postgres/pool.hpp"
@@ -28,6 +38,81 @@ namespace pglease {
 namespace detail {
 
 namespace {
+
+// The shortest statement_timeout a retry is made with: a renew or release
+// that waits for no lock takes a millisecond or two.
+constexpr milliseconds shortest_try{50};
+// The pauses before retries: short, since a lock conflict or a failover is
+// often over within milliseconds; jittered (detail/backoff.hpp).
+constexpr milliseconds retry_pause_first{10};
+constexpr milliseconds retry_pause_max{200};
+
+// time_left -- until bound, 0 when past
+milliseconds
+time_left(Clock::time_point bound) noexcept
+{
+	auto now = Clock::now();
+	if (bound <= now)
+		return milliseconds{0};
+	return std::chrono::duration_cast<milliseconds>(bound - now);
+}
+
+// retried -- call(db, statement_timeout) on a pooled connection, and again
+// after a short pause while it fails for a reason that may pass
+// (is_retryable) -- on a fresh connection when the old one broke (the pool
+// dropped it) -- within the bound a call always had: statement_grace + the
+// answer margin from the moment it has a connection, each retry's
+// statement_timeout cut to end by then even if the server freezes.  A retry
+// opens a connection only if no try of this call did (the time that takes
+// extends the bound, as a first try's connect does); a try that gets no
+// connection (the server unreachable, or in backoff) ends the call at once,
+// as ever.  A call that succeeds makes the one round trip it always made.
+// Only for calls that name one exact grant: repeating them is safe.
+template <class T, class Call>
+Result<T>
+retried(PgPool &pool, Call &&call) noexcept
+{
+	const milliseconds grace = pool.options().statement_grace;
+	bool opened = false;
+	Result<DbPtr> db = *pool.borrow_by(Clock::time_point::max(), &opened);
+	if (!db)
+		return db.error();
+	Clock::time_point bound = deadline_after(Clock::now(), saturating_add(grace, db_answer_margin));
+	Result<T> r = call(**db, grace);
+	pool.give_back(std::move(*db));
+	Backoff pause{retry_pause_first, retry_pause_max};
+	while (!r && is_retryable(r.error())) {
+		milliseconds wait = pause.next();
+		if (time_left(bound) <= wait + db_answer_margin + shortest_try)
+			break;
+		std::this_thread::sleep_for(wait);
+		auto asked = Clock::now();
+		bool opened_now = false;
+		std::optional<Result<DbPtr>> next =
+		    pool.borrow_by(opened ? Clock::time_point::min() : Clock::time_point::max(), &opened_now);
+		if (!next)
+			break; // no idle connection, and this call opened one already
+		if (!*next) {
+			// the server cannot be reached now: answered at once, as a
+			// first try would be (a lease's renewal is tried again by the
+			// renewal thread, its release by release_again)
+			r = next->error();
+			break;
+		}
+		if (opened_now) {
+			opened = true;
+			bound = deadline_after(bound, std::chrono::duration_cast<milliseconds>(Clock::now() - asked));
+		}
+		milliseconds left = time_left(bound) - db_answer_margin;
+		if (left < shortest_try) {
+			pool.give_back(std::move(**next));
+			break;
+		}
+		r = call(***next, std::min(grace, left));
+		pool.give_back(std::move(**next));
+	}
+	return r;
+}
 
 // PgGrant -- one grant of lease.grants; a session-bound one keeps its connection
 class PgGrant final : public Grant {
@@ -42,7 +127,9 @@ public:
 	{
 		milliseconds grace = pool_->options().statement_grace;
 		if (!session_bound_)
-			return pool_->with_db<bool>([&](Db &db) { return db_renew(db, resource_, token_, ttl, grace); });
+			return retried<bool>(*pool_, [&](Db &db, milliseconds timeout) {
+				return db_renew(db, resource_, token_, ttl, timeout);
+			});
 		Result<bool> renewed = Error{Errc::unavailable, "", "no connection"};
 		if (pinned_ && db_usable(*pinned_))
 			renewed = db_renew(*pinned_, resource_, token_, ttl, grace);
@@ -56,14 +143,43 @@ public:
 	{
 		milliseconds grace = pool_->options().statement_grace;
 		if (!session_bound_)
-			return pool_->with_db<bool>([&](Db &db) { return db_release(db, resource_, token_, grace); });
+			return retried<bool>(*pool_, [&](Db &db, milliseconds timeout) {
+				return db_release(db, resource_, token_, timeout);
+			});
 		Result<bool> released = Error{Errc::unavailable, "", "no connection"};
 		if (pinned_ && db_usable(*pinned_))
 			released = db_release(*pinned_, resource_, token_, grace);
-		// closing the session would end the grant anyway
+		// failed, the session is closed: its backend exits, and that ends
+		// the grant (lease.session_alive), so no retry is needed
 		if (released)
 			pool_->give_back(std::move(pinned_));
 		pinned_.reset();
+		return released;
+	}
+
+	// a session-bound grant ends with its session, which release() closed
+	bool repeats_release() const noexcept override { return !session_bound_; }
+
+	// one more try, over by bound (the lease's local deadline): a new
+	// connection only if opening it ends by then, the statement_timeout cut
+	// to what is left less the answer margin
+	std::optional<Result<bool>> release_again(Clock::time_point bound) noexcept override
+	{
+		if (session_bound_)
+			return std::nullopt;
+		std::optional<Result<DbPtr>> db = pool_->borrow_by(bound);
+		if (!db)
+			return std::nullopt;
+		if (!*db)
+			return Result<bool>{db->error()};
+		milliseconds left = time_left(bound) - db_answer_margin;
+		if (left < shortest_try) {
+			pool_->give_back(std::move(**db));
+			return std::nullopt;
+		}
+		Result<bool> released =
+		    db_release(***db, resource_, token_, std::min(pool_->options().statement_grace, left));
+		pool_->give_back(std::move(**db));
 		return released;
 	}
 
@@ -162,7 +278,7 @@ Client::capabilities() const noexcept
 	c.ephemeral = true;
 	c.durable = true;
 	c.survives_failover = true;
-	c.election = true; // lease.acquire with a value, lease.leader, lease.observe
+	c.election = true;    // lease.acquire with a value, lease.leader, lease.observe
 	c.shared_mode = true; // lease.acquire_shared
 	c.semaphore = true;   // lease.acquire_permit
 	return c;
@@ -199,10 +315,9 @@ Client::take(std::string_view resource, const LeaseOptions &options, const std::
 	if (!db)
 		return db.error();
 	auto sent = Clock::now();
-	auto granted =
-	    detail::db_acquire(**db, resource, options.ttl, options.wait, holder, session_bound,
-	                       detail::saturating_add(options.wait, pool_->options().statement_grace), value,
-	                       options.mode, options.limit);
+	auto granted = detail::db_acquire(**db, resource, options.ttl, options.wait, holder, session_bound,
+	                                  detail::saturating_add(options.wait, pool_->options().statement_grace),
+	                                  value, options.mode, options.limit);
 	if (!granted || !*granted) {
 		pool_->give_back(std::move(*db));
 		if (!granted)
@@ -227,16 +342,16 @@ Result<bool>
 Client::renew_by_token(std::string_view resource, std::int64_t token, std::string_view holder,
                        std::chrono::milliseconds ttl)
 {
-	return pool_->with_db<bool>([&](detail::Db &db) {
-		return detail::db_renew(db, resource, token, ttl, pool_->options().statement_grace, holder);
+	return detail::retried<bool>(*pool_, [&](detail::Db &db, std::chrono::milliseconds timeout) {
+		return detail::db_renew(db, resource, token, ttl, timeout, holder);
 	});
 }
 
 Result<bool>
 Client::release_by_token(std::string_view resource, std::int64_t token, std::string_view holder)
 {
-	return pool_->with_db<bool>([&](detail::Db &db) {
-		return detail::db_release(db, resource, token, pool_->options().statement_grace, holder);
+	return detail::retried<bool>(*pool_, [&](detail::Db &db, std::chrono::milliseconds timeout) {
+		return detail::db_release(db, resource, token, timeout, holder);
 	});
 }
 
