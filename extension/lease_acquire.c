@@ -743,9 +743,29 @@ acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
 				  TimestampTz deadline, int64 *token)
 {
 	bool		queued = false;
+	bool		tried = false;
 	bool		contended = false;
 	TimestampTz last_busy_until = DT_NOBEGIN;
 	int			poll_step_ms = 1;
+
+	acquire_bound_lock_waits(deadline);
+
+	/*
+	 * A request that may wait queues before its first try, so that its turn
+	 * is its arrival: a first try made outside the queue could wait for a
+	 * row lock (another acquire deciding, an open grant) while a later
+	 * request queued, became the head and was granted first.  Not
+	 * preloaded, it takes the queue's lock now if it is free (it is then
+	 * the head); else it joins after one try (below), which lets the
+	 * holder's own re-acquire through without waiting behind the queue.
+	 */
+	if (req->wait_usecs > 0 && lease_queue_exists() && lease_queue_enabled())
+	{
+		lease_queue_join(req->res, req->permits);
+		queued = true;
+	}
+	else if (req->wait_usecs > 0 && !lease_queue_exists())
+		queued = lease_lockq_join_if_free(req->res);
 
 	for (;;)
 	{
@@ -756,13 +776,19 @@ acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
 		CHECK_FOR_INTERRUPTS();
 
 		acquire_bound_lock_waits(deadline);
-		/* a queued waiter that is not the head has nothing to try */
-		if (queued && !may_take)
+
+		/*
+		 * A queued waiter that is not the head has nothing to try, but for
+		 * its first look: the grants may be its own (a re-acquire), or of
+		 * other permits (LS003).
+		 */
+		if (queued && !may_take && tried)
 			result = LEASE_TRY_BUSY;
 		else if (lease_schema_has_rows())
 			result = acquire_try_rows(caller, req, may_take, token, &busy_until);
 		else
 			result = acquire_try_grant(caller, req, may_take, token, &busy_until);
+		tried = true;
 		if (result == LEASE_TRY_GRANTED)
 			return true;
 		if (result == LEASE_TRY_AGAIN)
@@ -782,9 +808,9 @@ acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
 		if (!queued && lease_queue_exists() && lease_queue_enabled())
 		{
 			/*
-			 * Queued now, so a release that commits from here on wakes us.
-			 * One committed between our try and the join did not see us:
-			 * try once more before sleeping.
+			 * (A backend that may not wait never gets here.)  Queued now, so a
+			 * release that commits from here on wakes us.  One committed
+			 * between our try and the join did not see us: try once more.
 			 */
 			lease_queue_join(req->res, req->permits);
 			queued = true;

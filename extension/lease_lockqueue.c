@@ -19,7 +19,8 @@
  * hashes collide share a queue: one waits behind the other's waiters, which
  * delays it and decides nothing (the table decides every grant).
  *
- * Only waiting acquires hold the lock, and only for the length of the call: it is
+ * Only waiting acquires hold the lock (from their first try on, when it is
+ * free then), and only for the length of the call: it is
  * released when the acquire returns or fails (a session-level lock is not
  * released by the abort of the transaction, so the acquire's error path
  * releases it), and by the backend's exit.  It is never held across
@@ -83,6 +84,28 @@ lease_lockq_may_take(const char *resource)
 	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
 		return false;
 	(void) LockRelease(&tag, ExclusiveLock, true);
+	return true;
+}
+
+/*
+ * lease_lockq_join_if_free -- take the queue's lock if nobody holds it
+ *
+ * A waiting request's first step: with the lock it is the head from its
+ * arrival on, and no later request gets ahead of it.  Returns whether it
+ * holds the lock.
+ */
+bool
+lease_lockq_join_if_free(const char *resource)
+{
+	LOCKTAG		tag;
+
+	if (lockq_held)
+		return true;
+	lockq_tag_of(resource, &tag);
+	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	lockq_tag = tag;
+	lockq_held = true;
 	return true;
 }
 

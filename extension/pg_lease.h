@@ -124,6 +124,7 @@ extern void lease_queue_wake_observers(const LeaseWakeSet *set);
 /* ---- lease_lockqueue.c: the wait queue when not preloaded ---- */
 
 extern bool lease_lockq_may_take(const char *resource);
+extern bool lease_lockq_join_if_free(const char *resource);
 extern void lease_lockq_join(const char *resource);
 extern void lease_lockq_leave(void);
 extern void lease_lockq_sleep(TimestampTz wake_at, int *step_ms);
