@@ -1,8 +1,14 @@
 // cli_support.cpp -- the pieces the pglease commands share (cli_support.hpp).
 #include "cli_support.hpp"
 
+#include <sys/random.h>
+#include <unistd.h>
+
 #include <charconv>
+#include <cstdint>
+#include <iomanip>
 #include <iostream>
+#include <random>
 #include <sstream>
 
 #include "dsn.hpp"
@@ -144,6 +150,24 @@ required(const Args &args, const std::string &name, std::string &error)
 	return it->second;
 }
 
+std::string
+new_holder()
+{
+	char host[256] = "localhost";
+	(void)gethostname(host, sizeof(host) - 1);
+	// getrandom: the kernel's generator, no file to open (a container may
+	// have no /dev/urandom); random_device only where the call is missing
+	std::uint64_t bits = 0;
+	if (getrandom(&bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits)) {
+		std::random_device random;
+		bits = (static_cast<std::uint64_t>(random()) << 32) | random();
+	}
+	std::ostringstream label;
+	label << "pglease@" << host << ":" << getpid() << ":" << std::hex << std::setfill('0') << std::setw(16)
+	      << bits;
+	return label.str();
+}
+
 void
 sharing_args(const Args &args, pglease::LeaseOptions &options, std::string &error)
 {
@@ -156,7 +180,8 @@ sharing_args(const Args &args, pglease::LeaseOptions &options, std::string &erro
 	unsigned long limit = 0;
 	const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
 	if (ec != std::errc{} || end != text.data() + text.size() || limit < 1 || limit > pglease::max_limit) {
-		error = "--limit: '" + text + "' is not a whole number from 1 to " + std::to_string(pglease::max_limit);
+		error =
+		    "--limit: '" + text + "' is not a whole number from 1 to " + std::to_string(pglease::max_limit);
 		return;
 	}
 	if (options.mode == pglease::Mode::shared) {

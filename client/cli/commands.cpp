@@ -50,7 +50,7 @@ commands()
 	         {"resource", "NAME", Need::required, "the resource to lock (1 to 256 bytes)"},
 	         {"ttl", "DURATION", Need::required, "the lease's time to live: 250ms, 30s, 5m, 2h"},
 	         {"wait", "DURATION", Need::optional, "how long to wait for the lease (default 0s: try once)"},
-	         {"holder", "LABEL", Need::optional, "the holder's label (default: pglease@HOST:PID:N)"},
+	         {"holder", "LABEL", Need::optional, "the holder's label (default: pglease@HOST:PID:RANDOM, 64 random bits)"},
 	         {"grace", "DURATION", Need::optional, "after a lost lease, SIGTERM to SIGKILL (default 5s)"},
 	         {"shared", "", Need::optional, "a shared (reader's) lease: many shared holders, no exclusive one"},
 	         {"limit", "N", Need::optional, "a semaphore's permit: at most N holders at once (1 to 10000)"},

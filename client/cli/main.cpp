@@ -22,7 +22,8 @@
 // Holders: renew and release name a grant by its token AND the holder label
 // it was acquired with (a token alone may be guessed, or read from the
 // provider's counter); acquire without --holder makes a label no other
-// process has and prints it on stderr, stdout staying the token alone.
+// process has (new_holder: 64 random bits) and prints it on stderr, stdout
+// staying the token alone; run and elect make one the same way.
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,7 +37,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -110,8 +110,10 @@ parse_run(const Args &args, std::string &error)
 	}
 	run.lease.ttl = *ttl;
 	run.lease.wait = *wait;
-	if (auto h = args.values.find("holder"); h != args.values.end())
-		run.lease.holder = h->second;
+	// never the library's default (host, PID, counters): it repeats across
+	// containers, and two runs of one label would share one grant
+	const auto h = args.values.find("holder");
+	run.lease.holder = h != args.values.end() ? h->second : new_holder();
 	sharing_args(args, run.lease, error);
 	if (!error.empty())
 		return std::nullopt;
@@ -174,21 +176,6 @@ cmd_run(const std::string &dsn, const Args &args)
 }
 
 // ---- acquire / renew / release / status -----------------------------------------
-
-// new_holder -- acquire's label when --holder is not given:
-// pglease@HOST:PID:RANDOM, 64 random bits so that no other process's label
-// (a reused PID included) is the same, and renew/release must be told it
-std::string
-new_holder()
-{
-	char host[256] = "localhost";
-	(void)gethostname(host, sizeof(host) - 1);
-	std::random_device random;
-	std::ostringstream label;
-	label << "pglease@" << host << ":" << getpid() << ":" << std::hex << std::setfill('0') << std::setw(8)
-	      << random() << std::setw(8) << random();
-	return label.str();
-}
 
 int
 cmd_acquire(const std::string &dsn, const Args &args)
