@@ -56,9 +56,10 @@ commands()
 	         {"limit", "N", Need::optional, "a semaphore's permit: at most N holders at once (1 to 10000)"},
 	     },
 	     "-- CMD [ARGS...]",
-	     "CMD runs with PGLEASE_TOKEN and PGLEASE_RESOURCE set while the lease is renewed every TTL/3;\n"
-	     "if the lease is lost, CMD gets SIGTERM, then SIGKILL after --grace.  Every shared holder and\n"
-	     "every permit is a lease of its own, with its own token (docs/shared-leases.md).\n"
+	     "CMD runs with PGLEASE_TOKEN and PGLEASE_RESOURCE set while the lease is renewed every TTL/3,\n"
+	     "in a process group of its own that gets SIGKILL if pglease dies; if the lease is lost, the\n"
+	     "group gets SIGTERM, then SIGKILL after --grace.  Every shared holder and every permit is a\n"
+	     "lease of its own, with its own token (docs/shared-leases.md).\n"
 	     "exit status: CMD's own (128+N if signal N ended it), or 64 usage, 69 unavailable,\n"
 	     "  75 not acquired within --wait, 76 lease lost, 127 CMD cannot run\n"},
 	    {"elect", DsnUse::any, "campaign for leadership, then run a command while leader",
@@ -72,8 +73,9 @@ commands()
 	     },
 	     "-- CMD [ARGS...]",
 	     "CMD runs with PGLEASE_TERM (the term: a fencing token), PGLEASE_VALUE and PGLEASE_ELECTION\n"
-	     "set while leader; the leadership is renewed every TTL/3 and resigned when CMD exits.  If it\n"
-	     "is lost, CMD gets SIGTERM, then SIGKILL after --grace.  stderr says each step (\"elected\n"
+	     "set while leader, in a process group of its own that gets SIGKILL if pglease dies; the\n"
+	     "leadership is renewed every TTL/3 and resigned when CMD exits.  If it is lost, CMD's group\n"
+	     "gets SIGTERM, then SIGKILL after --grace.  stderr says each step (\"elected\n"
 	     "term T\", \"lost term T\", \"resigned term T\").  With --requeue a CMD that ran under 1s is\n"
 	     "followed by a 1s pause before the next campaign; SIGINT, SIGTERM or SIGHUP end pglease.\n"
 	     "exit status: CMD's own (128+N if signal N ended it), or 64 usage, 69 unavailable,\n"

@@ -123,15 +123,15 @@ lead(pglease::Leadership &leadership, const ElectOptions &elect)
 	// leadership is gone (supervise reads the cancel token)
 	leadership.on_lost([](const pglease::Error &e) { say("leadership lost: " + text_of(e)); });
 	const pglease::CancelToken cancelled = leadership.cancel_token();
-	pid_t child = 0;
+	Spawned command;
 	const Environment env{
 	    {"PGLEASE_TERM", term}, {"PGLEASE_VALUE", elect.value}, {"PGLEASE_ELECTION", elect.election}};
-	if (int rc = spawn_command(elect.command, env, child); rc != 0) {
+	if (int rc = spawn_command(elect.command, env, command); rc != 0) {
 		say("cannot run " + elect.command[0] + ": " + std::strerror(rc));
 		(void)leadership.resign();
 		return 127;
 	}
-	const ChildEnd end = supervise(child, leadership.lease(), cancelled, elect.grace);
+	const ChildEnd end = supervise(command, leadership.lease(), cancelled, elect.grace);
 	if (end.lost) {
 		say("lost term " + term + "; the command was stopped");
 		return end.wait_failed ? exit_internal : exit_lost;

@@ -162,16 +162,16 @@ cmd_run(const std::string &dsn, const Args &args)
 	const pglease::CancelToken cancelled = lease->cancel_token();
 	lease->on_lost([](const pglease::Error &e) { say("lease lost: " + text_of(e)); });
 
-	pid_t child = 0;
+	pglease::cli::Spawned command;
 	if (int rc = pglease::cli::spawn_command(
 	        run->command,
-	        {{"PGLEASE_TOKEN", std::to_string(lease->token())}, {"PGLEASE_RESOURCE", run->resource}}, child);
+	        {{"PGLEASE_TOKEN", std::to_string(lease->token())}, {"PGLEASE_RESOURCE", run->resource}}, command);
 	    rc != 0) {
 		std::cerr << "pglease: cannot run " << run->command[0] << ": " << std::strerror(rc) << "\n";
 		(void)lease->release();
 		return 127;
 	}
-	const pglease::cli::ChildEnd end = pglease::cli::supervise(child, *lease, cancelled, run->grace);
+	const pglease::cli::ChildEnd end = pglease::cli::supervise(command, *lease, cancelled, run->grace);
 	return run_exit_code(end, *lease);
 }
 
