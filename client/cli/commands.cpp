@@ -69,7 +69,7 @@ commands()
 	         {"ttl", "DURATION", Need::optional, "the leadership's time to live, renewed every TTL/3 (default 30s)"},
 	         {"wait", "DURATION", Need::optional, "how long to campaign (default: until elected)"},
 	         {"grace", "DURATION", Need::optional, "after a lost leadership, SIGTERM to SIGKILL (default 5s)"},
-	         {"requeue", "", Need::optional, "campaign again after losing or after CMD exits, until signalled"},
+	         {"requeue", "", Need::optional, "campaign again after losing, after CMD exits, through outages, until signalled"},
 	     },
 	     "-- CMD [ARGS...]",
 	     "CMD runs with PGLEASE_TERM (the term: a fencing token), PGLEASE_VALUE and PGLEASE_ELECTION\n"
@@ -77,7 +77,9 @@ commands()
 	     "leadership is renewed every TTL/3 and resigned when CMD exits.  If it is lost, CMD's group\n"
 	     "gets SIGTERM, then SIGKILL after --grace.  stderr says each step (\"elected\n"
 	     "term T\", \"lost term T\", \"resigned term T\").  With --requeue a CMD that ran under 1s is\n"
-	     "followed by a 1s pause before the next campaign; SIGINT, SIGTERM or SIGHUP end pglease.\n"
+	     "followed by a 1s pause before the next campaign, a campaign that failed for a server away\n"
+	     "(or timed out) by another after up to 2s, and only SIGINT, SIGTERM, SIGHUP or a failure\n"
+	     "that will not pass (usage, permission, not installed) end pglease.\n"
 	     "exit status: CMD's own (128+N if signal N ended it), or 64 usage, 69 unavailable,\n"
 	     "  75 not elected within --wait, 76 leadership lost, 127 CMD cannot run\n"},
 	    {"leader", DsnUse::any, "print an election's leader; with --watch, each change",

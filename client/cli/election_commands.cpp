@@ -5,7 +5,10 @@
 // spawn and supervision (child_process.hpp), the leadership's lease watched
 // as run watches its lease, the term handed to the command as its fencing
 // token.  Waiting "forever" is a loop of bounded campaigns, so that no
-// provider is asked for an unbounded server-side wait.
+// provider is asked for an unbounded server-side wait.  --requeue outlasts a
+// server that is away: a campaign that failed for a reason that may pass is
+// tried again after a growing pause (Retry), and only a failure that will
+// not pass, or a signal, ends it.
 //
 // leader --watch is Locker::observe in a loop, each call bounded so that a
 // SIGINT or SIGTERM ends it promptly; observe itself blocks on the
@@ -14,6 +17,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -21,6 +25,7 @@
 #include <ctime>
 #include <iostream>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "child_process.hpp"
@@ -39,6 +44,14 @@ constexpr milliseconds campaign_round = 10min;
 constexpr milliseconds requeue_pause = 1s;
 // the longest single observe of --watch: how soon a signal ends it
 constexpr milliseconds watch_round = 500ms;
+// --requeue through a server that is away: the first pause after a failed
+// campaign, doubled after each failure up to the last (each drawn between
+// half and all of it, so candidates that lost the server together do not
+// come back in step); the longest a candidate may miss a server's return by
+constexpr milliseconds retry_first = 200ms;
+constexpr milliseconds retry_most = 2s;
+// while the server stays away, the failure is said again this often
+constexpr auto retry_said_every = 30s;
 
 // What `pglease elect` was asked to do.
 struct ElectOptions {
@@ -98,6 +111,47 @@ campaign(pglease::Locker &locker, const ElectOptions &elect)
 			return won;
 	}
 }
+
+// campaigns_again -- whether --requeue campaigns again after a campaign
+// failed so: a server away (unavailable, a timeout: --wait's too) or a
+// leadership lost as it was won may pass; a refusal (invalid_argument,
+// permission), a missing pg_lease or a bug (internal) will not
+bool
+campaigns_again(const pglease::Error &error)
+{
+	return pglease::is_retryable(error) || error.code == pglease::Errc::lost;
+}
+
+// Retry -- the pauses of --requeue between failed campaigns
+class Retry {
+public:
+	// failed -- say error when it starts a run of failures (or retry_said_every
+	// after it was last said), then pause
+	void failed(const pglease::Error &error)
+	{
+		const auto now = std::chrono::steady_clock::now();
+		if (failures_++ == 0 || now - said_ >= retry_said_every) {
+			say(text_of(error) + " (--requeue: campaigning again until the server answers)");
+			said_ = now;
+		}
+		std::uniform_int_distribution<milliseconds::rep> draw{pause_.count() / 2, pause_.count()};
+		std::this_thread::sleep_for(milliseconds{draw(random_)});
+		pause_ = std::min(pause_ * 2, retry_most);
+	}
+	// succeeded -- the campaign got an answer: the next failure starts anew
+	void succeeded()
+	{
+		failures_ = 0;
+		pause_ = retry_first;
+	}
+	[[nodiscard]] bool failing() const { return failures_ > 0; }
+
+private:
+	std::minstd_rand random_{std::random_device{}()};
+	milliseconds pause_ = retry_first;
+	unsigned failures_ = 0;
+	std::chrono::steady_clock::time_point said_;
+};
 
 // command_status -- the command's own status, 128+N for a signal N
 int
@@ -161,15 +215,24 @@ cmd_elect(const std::string &dsn, const Args &args)
 	auto locker = locker_for(dsn, exit_code);
 	if (!locker)
 		return exit_code;
+	Retry retry;
 	for (;;) {
 		// no command runs: a signal now ends pglease (and its campaign)
 		default_signals();
 		if (signalled())
 			return exit_code;
-		say("campaigning for \"" + elect->election + "\"");
+		if (!retry.failing())
+			say("campaigning for \"" + elect->election + "\"");
 		auto leadership = campaign(*locker, *elect);
-		if (!leadership)
-			return fail(leadership.error());
+		if (!leadership) {
+			// --requeue outlasts a server that is away: only a failure that
+			// will not pass ends it (a signal ends the pause, as the campaign)
+			if (!elect->requeue || !campaigns_again(leadership.error()))
+				return fail(leadership.error());
+			retry.failed(leadership.error());
+			continue;
+		}
+		retry.succeeded();
 		const auto started = std::chrono::steady_clock::now();
 		exit_code = lead(*leadership, *elect);
 		if (!elect->requeue || exit_code == 127 || signalled())
