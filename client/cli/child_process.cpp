@@ -19,6 +19,8 @@
 #include <string_view>
 #include <thread>
 
+#include "dsn.hpp"
+
 extern char **environ;
 
 namespace pglease::cli {
@@ -240,11 +242,16 @@ spawn_command(const std::vector<std::string> &command, const Environment &env, S
 		env_strings.push_back(name + "=" + value);
 	for (char **e = environ; *e; e++) {
 		const std::string_view entry{*e};
-		const bool replaced = std::any_of(env.begin(), env.end(), [&](const auto &var) {
-			return entry.size() > var.first.size() && entry.compare(0, var.first.size(), var.first) == 0 &&
-			       entry[var.first.size()] == '=';
-		});
-		if (!replaced)
+		const auto named = [&](std::string_view name) {
+			return entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
+			       entry[name.size()] == '=';
+		};
+		const bool replaced =
+		    std::any_of(env.begin(), env.end(), [&](const auto &var) { return named(var.first); });
+		// the DSN pglease read holds the server's credentials, which are
+		// pglease's: the command gets its token, not the means to end the
+		// lease (or take another) as pglease
+		if (!replaced && !named(dsn_variable))
 			env_strings.emplace_back(entry);
 	}
 	std::vector<char *> envp;

@@ -41,7 +41,8 @@ struct Spawned {
 };
 
 // spawn_command -- start command (command[0] looked up in PATH, as execvp
-// does) with env added to pglease's environment, in a new process group
+// does) with env added to pglease's environment less PGLEASE_DSN (the
+// server's credentials are pglease's), in a new process group
 // with its watcher.  0 with spawned set, or the error number of the fork,
 // pipe or exec that failed (nothing is left running then).
 [[nodiscard]] int spawn_command(const std::vector<std::string> &command, const Environment &env,

@@ -59,7 +59,7 @@ commands()
 	     "CMD runs with PGLEASE_TOKEN and PGLEASE_RESOURCE set while the lease is renewed every TTL/3,\n"
 	     "in a process group of its own that gets SIGKILL if pglease dies; if the lease is lost, the\n"
 	     "group gets SIGTERM, then SIGKILL after --grace.  Every shared holder and every permit is a\n"
-	     "lease of its own, with its own token (docs/shared-leases.md).\n"
+	     "lease of its own, with its own token (docs/shared-leases.md).  CMD does not get PGLEASE_DSN.\n"
 	     "exit status: CMD's own (128+N if signal N ended it), or 64 usage, 69 unavailable,\n"
 	     "  75 not acquired within --wait, 76 lease lost, 127 CMD cannot run\n"},
 	    {"elect", DsnUse::any, "campaign for leadership, then run a command while leader",
@@ -72,14 +72,14 @@ commands()
 	         {"requeue", "", Need::optional, "campaign again after losing, after CMD exits, through outages, until signalled"},
 	     },
 	     "-- CMD [ARGS...]",
-	     "CMD runs with PGLEASE_TERM (the term: a fencing token), PGLEASE_VALUE and PGLEASE_ELECTION\n"
-	     "set while leader, in a process group of its own that gets SIGKILL if pglease dies; the\n"
-	     "leadership is renewed every TTL/3 and resigned when CMD exits.  If it is lost, CMD's group\n"
-	     "gets SIGTERM, then SIGKILL after --grace.  stderr says each step (\"elected\n"
-	     "term T\", \"lost term T\", \"resigned term T\").  With --requeue a CMD that ran under 1s is\n"
-	     "followed by a 1s pause before the next campaign, a campaign that failed for a server away\n"
-	     "(or timed out) by another after up to 2s, and only SIGINT, SIGTERM, SIGHUP or a failure\n"
-	     "that will not pass (usage, permission, not installed) end pglease.\n"
+	     "CMD runs with PGLEASE_TERM (the term: a fencing token), PGLEASE_VALUE and PGLEASE_ELECTION set\n"
+	     "(PGLEASE_DSN unset) while leader, in a process group of its own that gets SIGKILL if pglease\n"
+	     "dies; the leadership is renewed every TTL/3 and resigned when CMD exits.  If it is lost, CMD's\n"
+	     "group gets SIGTERM, then SIGKILL after --grace.  stderr says each step (\"elected term T\", \"lost\n"
+	     "term T\", \"resigned term T\").  With --requeue a CMD that ran under 1s is followed by a 1s pause\n"
+	     "before the next campaign, a campaign that failed for a server away (or timed out) by another\n"
+	     "after up to 2s, and only SIGINT, SIGTERM, SIGHUP or a failure that will not pass (usage,\n"
+	     "permission, not installed) end pglease.\n"
 	     "exit status: CMD's own (128+N if signal N ended it), or 64 usage, 69 unavailable,\n"
 	     "  75 not elected within --wait, 76 leadership lost, 127 CMD cannot run\n"},
 	    {"leader", DsnUse::any, "print an election's leader; with --watch, each change",

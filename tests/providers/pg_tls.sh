@@ -13,7 +13,8 @@
 #   invalid_argument (64);
 # - the CLI takes the DSN from --dsn, else --dsn-file's first line, else
 #   PGLEASE_DSN, else libpq's environment; an unreadable or empty --dsn-file
-#   is 64; run's command does not get the DSN or its password;
+#   is 64; run's command does not get the DSN or its password, nor the
+#   PGLEASE_DSN pglease read;
 # - no output line of any of it (errors, status, run, advise, malformed DSNs)
 #   holds the password.
 set -euo pipefail
@@ -151,9 +152,10 @@ expect cli_run_via_dsn_file "exit $rc: $(grep PGLEASE_TOKEN "$OUT/run" || true)"
 	'[ "$rc" -eq 0 ] && grep -q "^PGLEASE_TOKEN=[1-9]" "$OUT/run"'
 expect run_command_gets_no_dsn "its environment: $(grep -E "PGLEASE_DSN|PGPASSWORD|pglease_tls" "$OUT/run" || true)" \
 	'! grep -qE "PGLEASE_DSN|PGPASSWORD|pglease_tls" "$OUT/run"'
-cli run_env env PGLEASE_DSN="$URL" "$P" run --resource cli/run --ttl 5s -- sh -c 'echo "${PGLEASE_DSN:+kept}"'
-expect run_command_keeps_a_pglease_dsn_it_had "exit $rc: $(said run_env)" \
-	'[ "$rc" -eq 0 ] && [ "$(cat "$OUT/run_env")" = kept ]'
+# PGLEASE_DSN is pglease's (issue 36): read, and not passed on
+cli run_env env PGLEASE_DSN="$URL" "$P" run --resource cli/run --ttl 5s -- sh -c 'echo "${PGLEASE_DSN:-none}"'
+expect run_command_gets_no_pglease_dsn_pglease_read "exit $rc: $(said run_env)" \
+	'[ "$rc" -eq 0 ] && [ "$(cat "$OUT/run_env")" = none ]'
 cli global_file "$P" --dsn-file "$DSN_FILE" run --resource cli/run --ttl 5s -- true
 expect cli_global_dsn_file "exit $rc: $(said global_file)" '[ "$rc" -eq 0 ]'
 # libpq's environment, when no other source is given
