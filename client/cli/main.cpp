@@ -165,7 +165,8 @@ cmd_run(const std::string &dsn, const Args &args)
 	pglease::cli::Spawned command;
 	if (int rc = pglease::cli::spawn_command(
 	        run->command,
-	        {{"PGLEASE_TOKEN", std::to_string(lease->token())}, {"PGLEASE_RESOURCE", run->resource}}, command);
+	        {{"PGLEASE_TOKEN", std::to_string(lease->token())}, {"PGLEASE_RESOURCE", run->resource}},
+	        command);
 	    rc != 0) {
 		std::cerr << "pglease: cannot run " << run->command[0] << ": " << std::strerror(rc) << "\n";
 		(void)lease->release();
