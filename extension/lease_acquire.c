@@ -688,15 +688,19 @@ acquire_try_rows(const LeaseCaller *caller, const LeaseRequest *req, bool may_ta
 /*
  * acquire_bound_lock_waits -- lock waits of the next try end at the deadline
  *
- * Sets lock_timeout (at the GUC nest level the caller opened) to the time
- * left, rounded up to a millisecond, and at least LEASE_LOCK_GRACE_MS; no
- * timeout when the wait has no end.  Only set again when it changes.
+ * Sets the lock timeout to the time left, rounded up to a millisecond, and
+ * at least LEASE_LOCK_GRACE_MS; no timeout when the wait has no end.  It
+ * writes LockTimeout, the variable behind lock_timeout, directly rather than
+ * through the GUC machinery: acquire_loop saves it first and puts it back
+ * however the acquire ends, and a GUC nest level would cost a pass over
+ * every setting of the server at each acquire (AtEOXact_GUC: about a tenth
+ * of an acquire's time on a hot resource).  Nothing reads the setting
+ * meanwhile but the lock manager, when a lock wait starts.
  */
 static void
 acquire_bound_lock_waits(TimestampTz deadline)
 {
 	int			timeout_ms = 0;
-	char		value[32];
 
 	if (deadline != DT_NOEND)
 	{
@@ -704,11 +708,7 @@ acquire_bound_lock_waits(TimestampTz deadline)
 
 		timeout_ms = (int) Min(Max(left_ms, LEASE_LOCK_GRACE_MS), INT_MAX);
 	}
-	if (timeout_ms == LockTimeout)
-		return;
-	snprintf(value, sizeof(value), "%d", timeout_ms);
-	(void) set_config_option("lock_timeout", value, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	LockTimeout = timeout_ms;
 }
 
 /*
@@ -847,6 +847,7 @@ acquire_loop(const LeaseCaller *caller, const LeaseRequest *req,
 			 TimestampTz deadline, int64 *token)
 {
 	bool		granted = false;
+	int			caller_lock_timeout = LockTimeout;	/* see acquire_bound_lock_waits */
 
 	PG_TRY();
 	{
@@ -855,10 +856,12 @@ acquire_loop(const LeaseCaller *caller, const LeaseRequest *req,
 	PG_CATCH();
 	{
 		/* cancel, statement_timeout, any error: never block the next waiter */
+		LockTimeout = caller_lock_timeout;
 		acquire_leave_queue(true);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	LockTimeout = caller_lock_timeout;
 	acquire_leave_queue(!(granted && !req->shared && req->permits == 0));
 	return granted;
 }
@@ -899,7 +902,6 @@ lease_acquire_grant(const LeaseRequest *req, int64 *token)
 	LeaseCaller caller;
 	TimestampTz deadline;
 	bool		granted;
-	int			guc_level;
 
 	*token = 0;
 
@@ -922,11 +924,9 @@ lease_acquire_grant(const LeaseRequest *req, int64 *token)
 
 	/*
 	 * The wait argument is the timeout, row-lock waits included: each try
-	 * sets lock_timeout to the time left (acquire_bound_lock_waits); the
-	 * caller's setting is back when this level is closed.
+	 * sets the lock timeout to the time left (acquire_bound_lock_waits);
+	 * the caller's setting is back when acquire_loop returns.
 	 */
-	guc_level = NewGUCNestLevel();
-
 	if (req->wait_usecs > 0)
 		acquire_check_no_hold_and_wait(&caller, req);
 
@@ -946,7 +946,6 @@ lease_acquire_grant(const LeaseRequest *req, int64 *token)
 			lease_session_forget_grant(req->res);	/* a re-acquire unbinds */
 	}
 
-	AtEOXact_GUC(true, guc_level);
 	lease_end(&caller);
 
 	/*

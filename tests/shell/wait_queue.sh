@@ -121,6 +121,12 @@ state="$(sqlstate_of "SET statement_timeout = '300ms'; SELECT lease.acquire('wq/
 took=$(($(now_ms) - start_ms))
 expect "statement_timeout_ends_wait_57014" "SQLSTATE '$state' after $took ms" \
 	'[ "$state" = 57014 ] && [ "$took" -lt 1500 ]'
+# acquire sets the lock timeout behind the GUC's back while it waits: the
+# caller's is back after a wait ended by an error too (SHOW reads the variable)
+shown="$(q -v ON_ERROR_STOP=0 -c "SET lock_timeout = '7ms'" -c "SET statement_timeout = '300ms'" \
+	-c "SELECT lease.acquire('wq/stmt', '30 s', wait => '5 s', holder => 'w')" -c "SHOW lock_timeout" 2>/dev/null || true)"
+expect "lock_timeout_is_the_callers_after_a_cancelled_wait" "SHOW lock_timeout after the cancelled wait: '$shown'" \
+	'[ "$shown" = 7ms ]'
 
 # --- first come, first served: the shared queue (preloaded) or the lock
 # manager's (not preloaded: lease_lockqueue.c) -------------------------------
