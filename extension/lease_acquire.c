@@ -271,6 +271,49 @@ acquire_grant_params(Datum *values, char *nulls, int nparams,
 }
 
 /*
+ * acquire_take_released -- a lock's common case: a released lock, taken in
+ * place by one UPDATE, without the resource's row lock
+ *
+ * It meets every other acquire on the row it updates: they delete a
+ * released lock before they add a grant (Q_CLEAR_OVER, and a try again for
+ * one released after that statement's snapshot), so whichever comes second
+ * waits for the other and sees its result.  Not when requests of other
+ * permits wait: that mismatch is decided under the resource's lock.
+ *
+ * Lock order: it runs in a subtransaction of its own, rolled back when it
+ * takes nothing.  An UPDATE that waited for a concurrent change of the row
+ * and then failed its re-check keeps that row locked; kept into the rows
+ * path, the lock would be held while waiting for the resource's row, the
+ * reverse of the rows path's order (resource, then grants): a deadlock.
+ */
+static LeaseTry
+acquire_take_released(const LeaseCaller *caller, const LeaseRequest *req, int64 *token,
+					  TimestampTz *busy_until)
+{
+	Datum		values[7];
+	char		nulls[7];
+	bool		locked;
+	int32		queued_permits;
+
+	if (req->shared || req->permits != 0 ||
+		(lease_queue_waiting_permits(req->res, &queued_permits) && queued_permits != 0))
+		return LEASE_TRY_AGAIN;
+
+	acquire_grant_params(values, nulls, 7, req, caller);
+	if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token, &locked) > 0)
+	{
+		lease_count(LEASE_STAT_GRANTS);
+		return LEASE_TRY_GRANTED;
+	}
+	if (locked)
+	{
+		*busy_until = DT_NOEND;
+		return LEASE_TRY_BUSY;	/* a transaction that has not ended holds the row */
+	}
+	return LEASE_TRY_AGAIN;		/* nothing to take: decide under the lock */
+}
+
+/*
  * acquire_try_grant -- one try to grant the resource
  *
  * On LEASE_TRY_BUSY, *busy_until is when the current grant expires (now, if
@@ -294,14 +337,10 @@ acquire_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_t
 	 */
 	if (may_take)
 	{
-		acquire_grant_params(values, nulls, 7, req, caller);
-		if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token, &locked) > 0)
-		{
-			lease_count(LEASE_STAT_GRANTS);
-			return LEASE_TRY_GRANTED;
-		}
-		if (locked)
-			return LEASE_TRY_BUSY;	/* a transaction that has not ended holds the row */
+		LeaseTry	fast = acquire_take_released(caller, req, token, busy_until);
+
+		if (fast != LEASE_TRY_AGAIN)
+			return fast;
 	}
 
 	lease_read_row(req->resource, &row);
@@ -563,49 +602,6 @@ acquire_rows_decide(void *arg)
 }
 
 /*
- * acquire_take_released -- a lock's common case: a released lock, taken in
- * place by one UPDATE, without the resource's row lock
- *
- * It meets every other acquire on the row it updates: they delete a
- * released lock before they add a grant (Q_CLEAR_OVER, and a try again for
- * one released after that statement's snapshot), so whichever comes second
- * waits for the other and sees its result.  Not when requests of other
- * permits wait: that mismatch is decided under the resource's lock.
- *
- * Lock order: it runs in a subtransaction of its own, rolled back when it
- * takes nothing.  An UPDATE that waited for a concurrent change of the row
- * and then failed its re-check keeps that row locked; kept into the rows
- * path, the lock would be held while waiting for the resource's row, the
- * reverse of the rows path's order (resource, then grants): a deadlock.
- */
-static LeaseTry
-acquire_take_released(const LeaseCaller *caller, const LeaseRequest *req, int64 *token,
-					  TimestampTz *busy_until)
-{
-	Datum		values[7];
-	char		nulls[7];
-	bool		locked;
-	int32		queued_permits;
-
-	if (req->shared || req->permits != 0 ||
-		(lease_queue_waiting_permits(req->res, &queued_permits) && queued_permits != 0))
-		return LEASE_TRY_AGAIN;
-
-	acquire_grant_params(values, nulls, 7, req, caller);
-	if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token, &locked) > 0)
-	{
-		lease_count(LEASE_STAT_GRANTS);
-		return LEASE_TRY_GRANTED;
-	}
-	if (locked)
-	{
-		*busy_until = DT_NOEND;
-		return LEASE_TRY_BUSY;	/* a transaction that has not ended holds the row */
-	}
-	return LEASE_TRY_AGAIN;		/* nothing to take: decide under the lock */
-}
-
-/*
  * acquire_behind_queue -- others are queued first: may this request go on?
  *
  * Only the holder's own re-acquire goes on (it never waits behind the
@@ -733,6 +729,28 @@ acquire_leave_queue(bool wake_next)
 }
 
 /*
+ * acquire_join_queue -- take a waiter in at the tail; returns whether it is
+ * queued.  Preloaded, a backend without a slot is not (it polls).  Not
+ * preloaded, at_once takes the queue's lock only if it is free; otherwise
+ * the wait for it ends with the backend the head or past its deadline.
+ */
+static bool
+acquire_join_queue(const LeaseRequest *req, bool at_once)
+{
+	if (lease_queue_exists())
+	{
+		if (!lease_queue_enabled())
+			return false;
+		lease_queue_join(req->res, req->permits);
+		return true;
+	}
+	if (at_once)
+		return lease_lockq_join_if_free(req->res);
+	lease_lockq_join(req->res);
+	return true;
+}
+
+/*
  * acquire_try_until -- try until granted or the deadline passes; queue and sleep
  *
  * Returns whether the resource was granted, with its token in *token.  The
@@ -759,13 +777,8 @@ acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
 	 * the head); else it joins after one try (below), which lets the
 	 * holder's own re-acquire through without waiting behind the queue.
 	 */
-	if (req->wait_usecs > 0 && lease_queue_exists() && lease_queue_enabled())
-	{
-		lease_queue_join(req->res, req->permits);
-		queued = true;
-	}
-	else if (req->wait_usecs > 0 && !lease_queue_exists())
-		queued = lease_lockq_join_if_free(req->res);
+	if (req->wait_usecs > 0)
+		queued = acquire_join_queue(req, true);
 
 	for (;;)
 	{
@@ -805,21 +818,14 @@ acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
 				lease_count(LEASE_STAT_TIMEOUTS);
 			return false;
 		}
-		if (!queued && lease_queue_exists() && lease_queue_enabled())
+		if (!queued && acquire_join_queue(req, false))
 		{
 			/*
 			 * (A backend that may not wait never gets here.)  Queued now, so a
-			 * release that commits from here on wakes us.  One committed
-			 * between our try and the join did not see us: try once more.
+			 * release that commits from here on wakes us (preloaded), or the
+			 * head's place came (not preloaded).  One committed between our
+			 * try and the join did not see us: try once more.
 			 */
-			lease_queue_join(req->res, req->permits);
-			queued = true;
-			continue;
-		}
-		if (!queued && !lease_queue_exists())
-		{
-			/* wait our turn for the head's place (lock_timeout: the deadline) */
-			lease_lockq_join(req->res);
 			queued = true;
 			continue;
 		}

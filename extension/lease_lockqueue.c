@@ -38,12 +38,9 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
-#include "utils/memutils.h"
-#include "utils/resowner.h"
 
 #include "pg_lease.h"
 
@@ -63,28 +60,6 @@ lockq_tag_of(const char *resource, LOCKTAG *tag)
 	uint32		hash = hash_bytes((const unsigned char *) resource, (int) strlen(resource));
 
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, LEASE_QUEUE_CLASS, hash, 2);
-}
-
-/*
- * lease_lockq_may_take -- may this backend try the table now?
- *
- * Yes if it is the head, or if nobody waits: the queue's lock is free.  A
- * newcomer only looks (takes the lock at once and gives it back): the lock
- * is held by waiters alone, so two newcomers trying at once (two readers,
- * say) do not keep each other out.
- */
-bool
-lease_lockq_may_take(const char *resource)
-{
-	LOCKTAG		tag;
-
-	if (lockq_held)
-		return true;
-	lockq_tag_of(resource, &tag);
-	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
-		return false;
-	(void) LockRelease(&tag, ExclusiveLock, true);
-	return true;
 }
 
 /*
@@ -110,50 +85,56 @@ lease_lockq_join_if_free(const char *resource)
 }
 
 /*
+ * lease_lockq_may_take -- may this backend try the table now?
+ *
+ * Yes if it is the head, or if nobody waits: the queue's lock is free.  A
+ * newcomer only looks (takes the lock at once and gives it back): the lock
+ * is held by waiters alone, so two newcomers trying at once (two readers,
+ * say) do not keep each other out.
+ */
+bool
+lease_lockq_may_take(const char *resource)
+{
+	if (lockq_held)
+		return true;
+	if (!lease_lockq_join_if_free(resource))
+		return false;
+	lease_lockq_leave();
+	return true;
+}
+
+/*
+ * lockq_wait_for -- lease_in_subxact's step: wait for the lock (as a
+ * session lock, which the subtransaction's end does not release)
+ */
+static bool
+lockq_wait_for(void *tag)
+{
+	(void) LockAcquire((LOCKTAG *) tag, ExclusiveLock, true, false);
+	return true;
+}
+
+/*
  * lease_lockq_join -- wait for the queue's lock, in the order asked
  *
  * Returns with this backend the head, or (lock_timeout, set by the caller
  * to its deadline, ended the wait) not.  The wait runs in a subtransaction
- * so that the lock timeout can be caught; the session lock survives its
- * commit.
+ * (lease_in_subxact) so that the lock timeout can be caught.
  */
 void
 lease_lockq_join(const char *resource)
 {
-	MemoryContext oldcontext = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
 	LOCKTAG		tag;
+	bool		timed_out;
 
 	if (lockq_held)
 		return;
 	lockq_tag_of(resource, &tag);
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcontext);
-	PG_TRY();
+	if (lease_in_subxact(lockq_wait_for, &tag, &timed_out))
 	{
-		(void) LockAcquire(&tag, ExclusiveLock, true, false);
 		lockq_tag = tag;
 		lockq_held = true;
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
 	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
 }
 
 /*

@@ -8,9 +8,9 @@
  *
  *	lease_stats.c		the shared counters and lease.stats()
  *	lease_wait.c		the shared-memory FIFO wait queue and the sleep
- *	lease_lockqueue.c	the wait queue when not preloaded: an advisory lock
  *	lease_args.c		SQL arguments, checked, into a LeaseRequest
  *	lease_spi.c			the statements on lease.grants and how they run
+ *	lease_lockqueue.c	the wait queue when not preloaded: an advisory lock
  *	lease_xact.c		commit-time work: async release-only commit, wake-ups
  *	lease_session.c		session liveness and session-bound grants at exit
  *	lease_acquire.c		the acquire algorithm and the no-hold-and-wait check
@@ -121,14 +121,6 @@ extern void lease_observe_join(const char *resource);
 extern void lease_observe_leave(void);
 extern void lease_queue_wake_observers(const LeaseWakeSet *set);
 
-/* ---- lease_lockqueue.c: the wait queue when not preloaded ---- */
-
-extern bool lease_lockq_may_take(const char *resource);
-extern bool lease_lockq_join_if_free(const char *resource);
-extern void lease_lockq_join(const char *resource);
-extern void lease_lockq_leave(void);
-extern void lease_lockq_sleep(TimestampTz wake_at, int *step_ms);
-
 /* ---- lease_args.c: SQL arguments ---- */
 
 extern int	lease_max_ttl_seconds;	/* GUC lease.max_ttl */
@@ -207,6 +199,14 @@ extern int	lease_read_grants(text *resource, LeaseRow **rows);
 extern bool lease_schema_has_rows(void);
 typedef bool (*LeaseSubxactFn) (void *arg);
 extern bool lease_in_subxact(LeaseSubxactFn fn, void *arg, bool *locked);
+
+/* ---- lease_lockqueue.c: the wait queue when not preloaded ---- */
+
+extern bool lease_lockq_may_take(const char *resource);
+extern bool lease_lockq_join_if_free(const char *resource);
+extern void lease_lockq_join(const char *resource);
+extern void lease_lockq_leave(void);
+extern void lease_lockq_sleep(TimestampTz wake_at, int *step_ms);
 
 /* ---- lease_xact.c: commit-time work ---- */
 
