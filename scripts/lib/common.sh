@@ -116,6 +116,16 @@ wait_gone() {
 	return 1
 }
 
+# wait_file FILE SECONDS -- wait until FILE exists and is not empty
+wait_file() {
+	local i
+	for ((i = 0; i < $2 * 20; i++)); do
+		[ -s "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # claim PIDFILE PORT... -- before a start: no server of this directory is
 # running, and nothing listens on the ports (a server left by a crashed test
 # would answer for the new one)

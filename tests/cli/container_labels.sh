@@ -60,24 +60,14 @@ box() {
 	) &
 }
 
-# wait_for FILE SECONDS -- until FILE is not empty
-wait_for() {
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		[ -s "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # The first box of each pair runs its command (5 s); the second box starts
 # while it does.  Run and elect side by side, so the test takes about 5 s.
 run=(run --resource "labels/run/$PROVIDER" --wait 0s --ttl 30s)
 elect=(elect --name "labels/elect/$PROVIDER" --value box --wait 0s --ttl 30s)
 box run "${run[@]}"
 box elect "${elect[@]}"
-wait_for "$WORK/run.ran" 10 || true
-wait_for "$WORK/elect.ran" 10 || true
+wait_file "$WORK/run.ran" 10 || true
+wait_file "$WORK/elect.ran" 10 || true
 box run "${run[@]}"
 box elect "${elect[@]}"
 wait

@@ -37,16 +37,6 @@ COMMAND='sleep 100 & a=$!; sleep 100 & b=$!; read -r _ _ _ _ g _ </proc/$$/stat;
 # alive_in_group GROUP -- the pids of the live (not zombie) processes of GROUP
 alive_in_group() { ps -e -o pid=,pgid=,stat= | awk -v g="$1" '$2 == g && $3 !~ /^[ZX]/ { print $1 }'; }
 
-# wait_for FILE SECONDS -- until FILE exists
-wait_for() {
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		[ -s "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # killed NAME SUBCOMMAND ARGS... -- pglease SUBCOMMAND with COMMAND, SIGKILLed
 # once the command has written its pids: all of them gone within 1.5 s
 killed() {
@@ -55,7 +45,7 @@ killed() {
 	"$PGLEASE" "$1" "${DSN[@]}" "${@:2}" -- sh -c "$COMMAND" "$pids" 2>"$WORK/$name.err" &
 	pglease=$!
 	BACKGROUND+=("$pglease")
-	wait_for "$pids" 10 || true
+	wait_file "$pids" 10 || true
 	local -a p=()
 	mapfile -t p <"$pids" 2>/dev/null || true
 	expect "${name}_command_started" "no pids in $pids; stderr: $(tr '\n' ' ' <"$WORK/$name.err")" '[ "${#p[@]}" -eq 4 ]'
@@ -91,7 +81,7 @@ killed elect elect --name "killed/elect/$$" --value v --ttl 30s
 	2>"$WORK/watcher.err" &
 PGL=$!
 BACKGROUND+=("$PGL")
-wait_for "$WORK/watcher.pids" 10 || true
+wait_file "$WORK/watcher.pids" 10 || true
 mapfile -t p <"$WORK/watcher.pids" 2>/dev/null || true
 own_group="$(ps -o pgid= -p $$ | tr -d ' ')"
 if [ "${#p[@]}" -eq 4 ] && [ "${p[1]}" != "$own_group" ]; then
@@ -113,7 +103,7 @@ kill -KILL "${p[2]:-0}" "${p[3]:-0}" 2>/dev/null || true
 	2>"$WORK/lost.err" &
 LOST=$!
 BACKGROUND+=("$LOST")
-wait_for "$WORK/lost.pids" 10 || true
+wait_file "$WORK/lost.pids" 10 || true
 mapfile -t p <"$WORK/lost.pids" 2>/dev/null || true
 kill -STOP "$LOST"
 sleep 2 # past the TTL: on SIGCONT the lease is past its local deadline

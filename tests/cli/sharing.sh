@@ -45,16 +45,6 @@ BACKGROUND=()
 on_exit 'for p in "${BACKGROUND[@]}"; do kill -KILL "$p" 2>/dev/null; done; true'
 started() { BACKGROUND+=("$!"); }
 
-# wait_for FILE SECONDS -- until FILE exists and is not empty
-wait_for() {
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		[ -s "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # hold NAME ARGS... -- a background `run ARGS -- ` whose command writes its
 # token to $WORK/NAME and then waits for $WORK/NAME.end to appear
 hold() {
@@ -70,7 +60,7 @@ hold reader1 --resource "$R/rw" --ttl $TTL --shared --wait 10s
 READER1=$!
 hold reader2 --resource "$R/rw" --ttl $TTL --shared --wait 10s
 READER2=$!
-wait_for "$WORK/reader1" 10 && wait_for "$WORK/reader2" 10 || true
+wait_file "$WORK/reader1" 10 && wait_file "$WORK/reader2" 10 || true
 t1="$(cat "$WORK/reader1" 2>/dev/null || echo none)"
 t2="$(cat "$WORK/reader2" 2>/dev/null || echo none)"
 expect "${PROVIDER}_two_shared_runs_hold_together_with_their_own_tokens" \
@@ -87,7 +77,7 @@ expect "${PROVIDER}_a_waiting_writer_waits_for_the_readers" "it ran: $(cat "$WOR
 	'[ ! -s "$WORK/writer" ]'
 touch "$WORK/reader1.end" "$WORK/reader2.end"
 wait "$READER1" "$READER2" 2>/dev/null || true
-wait_for "$WORK/writer" 15 || true
+wait_file "$WORK/writer" 15 || true
 tw="$(cat "$WORK/writer" 2>/dev/null || echo none)"
 expect "${PROVIDER}_the_writer_runs_when_the_readers_end_with_a_higher_token" \
 	"token '$tw' after '$t1' '$t2'; stderr: $(cat "$WORK/writer.err")" \
@@ -99,7 +89,7 @@ hold permit1 --resource "$R/sem" --ttl $TTL --limit 2 --wait 10s
 P1=$!
 hold permit2 --resource "$R/sem" --ttl $TTL --limit 2 --wait 10s
 P2=$!
-wait_for "$WORK/permit1" 10 && wait_for "$WORK/permit2" 10 || true
+wait_file "$WORK/permit1" 10 && wait_file "$WORK/permit2" 10 || true
 expect "${PROVIDER}_two_permits_of_two_hold_together" \
 	"tokens '$(cat "$WORK/permit1" 2>/dev/null)' '$(cat "$WORK/permit2" 2>/dev/null)'; stderr: $(cat "$WORK/permit1.err" "$WORK/permit2.err" | tr '\n' ' ')" \
 	'[ -s "$WORK/permit1" ] && [ -s "$WORK/permit2" ] && [ "$(cat "$WORK/permit1")" != "$(cat "$WORK/permit2")" ]'
@@ -115,7 +105,7 @@ THIRD=$!
 sleep 1
 expect "${PROVIDER}_a_waiting_third_permit_waits" "it ran" '[ ! -s "$WORK/third" ]'
 touch "$WORK/permit1.end"
-wait_for "$WORK/third" 15 || true
+wait_file "$WORK/third" 15 || true
 expect "${PROVIDER}_the_third_runs_when_one_permit_ends" "stderr: $(cat "$WORK/third.err")" '[ -s "$WORK/third" ]'
 touch "$WORK/permit2.end"
 wait "$P1" "$P2" "$THIRD" 2>/dev/null || true
