@@ -766,8 +766,6 @@ acquire_try_until(const LeaseCaller *caller, const LeaseRequest *req,
 	TimestampTz last_busy_until = DT_NOBEGIN;
 	int			poll_step_ms = 1;
 
-	acquire_bound_lock_waits(deadline);
-
 	/*
 	 * A request that may wait queues before its first try, so that its turn
 	 * is its arrival: a first try made outside the queue could wait for a
