@@ -1,14 +1,12 @@
 // cli_support.cpp -- the pieces the pglease commands share (cli_support.hpp).
 #include "cli_support.hpp"
 
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <cstdint>
 #include <iomanip>
 #include <iostream>
-#include <random>
 #include <sstream>
 
 #include "dsn.hpp"
@@ -150,22 +148,15 @@ required(const Args &args, const std::string &name, std::string &error)
 	return it->second;
 }
 
-std::string
-new_holder()
+void
+holder_args(const Args &args, pglease::LeaseOptions &options, std::string &error)
 {
-	char host[256] = "localhost";
-	(void)gethostname(host, sizeof(host) - 1);
-	// getrandom: the kernel's generator, no file to open (a container may
-	// have no /dev/urandom); random_device only where the call is missing
-	std::uint64_t bits = 0;
-	if (getrandom(&bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits)) {
-		std::random_device random;
-		bits = (static_cast<std::uint64_t>(random()) << 32) | random();
-	}
-	std::ostringstream label;
-	label << "pglease@" << host << ":" << getpid() << ":" << std::hex << std::setfill('0') << std::setw(16)
-	      << bits;
-	return label.str();
+	const auto it = args.values.find("holder");
+	if (it != args.values.end())
+		options.holder = it->second;
+	options.reclaim = args.has("reclaim");
+	if (options.reclaim && options.holder.empty())
+		error = "--reclaim needs --holder: the label whose grant it takes back";
 }
 
 void

@@ -64,12 +64,9 @@ duration_arg(const Args &args, const std::string &name, std::optional<std::chron
              std::string &error);
 // required -- --name's value; "" with error when absent or empty
 [[nodiscard]] std::string required(const Args &args, const std::string &name, std::string &error);
-// new_holder -- a holder label no other process has, for a lease or
-// leadership taken without --holder: pglease@HOST:PID:RANDOM.  Host and PID
-// alone repeat across containers (each its own PID 1, often the same host
-// name), and two processes of one label take one grant -- both would run;
-// the 64 random bits keep them apart.
-[[nodiscard]] std::string new_holder();
+// holder_args -- --holder and --reclaim into options.holder and .reclaim;
+// error when --reclaim comes without --holder (nothing to take back)
+void holder_args(const Args &args, pglease::LeaseOptions &options, std::string &error);
 // sharing_args -- --shared and --limit N into options.mode and .limit (the
 // provider checks that it has them); error when --limit is not 1..max_limit
 // or comes with --shared

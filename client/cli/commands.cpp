@@ -50,7 +50,8 @@ commands()
 	         {"resource", "NAME", Need::required, "the resource to lock (1 to 256 bytes)"},
 	         {"ttl", "DURATION", Need::required, "the lease's time to live: 250ms, 30s, 5m, 2h"},
 	         {"wait", "DURATION", Need::optional, "how long to wait for the lease (default 0s: try once)"},
-	         {"holder", "LABEL", Need::optional, "the holder's label (default: pglease@HOST:PID:RANDOM, 64 random bits)"},
+	         {"holder", "LABEL", Need::optional, "the holder's label, stored as LABEL~RANDOM (default: pglease@HOST:PID:RANDOM:N)"},
+	         {"reclaim", "", Need::optional, "store --holder as given: take back the grant held under it (risk: docs/cli.md)"},
 	         {"grace", "DURATION", Need::optional, "after a lost lease, SIGTERM to SIGKILL (default 5s)"},
 	         {"shared", "", Need::optional, "a shared (reader's) lease: many shared holders, no exclusive one"},
 	         {"limit", "N", Need::optional, "a semaphore's permit: at most N holders at once (1 to 10000)"},
@@ -100,14 +101,15 @@ commands()
 	         {"resource", "NAME", Need::required, "the resource to lock (1 to 256 bytes)"},
 	         {"ttl", "DURATION", Need::required, "the lease's time to live: 250ms, 30s, 5m, 2h"},
 	         {"wait", "DURATION", Need::optional, "how long to wait for the lease (default 0s: try once)"},
-	         {"holder", "LABEL", Need::optional, "the holder's label (default: a new one, printed on stderr)"},
+	         {"holder", "LABEL", Need::optional, "the holder's label, stored as LABEL~RANDOM (default: a new one)"},
+	         {"reclaim", "", Need::optional, "store --holder as given: take back the grant held under it (risk: docs/cli.md)"},
 	         {"shared", "", Need::optional, "a shared (reader's) lease: many shared holders, no exclusive one"},
 	         {"limit", "N", Need::optional, "a semaphore's permit: at most N holders at once (1 to 10000)"},
 	     },
 	     "",
 	     "The lease outlives this command until its TTL ends: renew and release it by its token and\n"
-	     "holder.  stdout is the token alone; without --holder, stderr gets the label made for it:\n"
-	     "  pglease: holder pglease@HOST:PID:RANDOM (renew and release need it as --holder)\n"},
+	     "holder.  stdout is the token alone; unless --reclaim, stderr gets the label it is stored under:\n"
+	     "  pglease: holder LABEL~RANDOM (renew and release need it as --holder)\n"},
 	    {"renew", DsnUse::tokens, "extend a lease by its token",
 	     {
 	         {"resource", "NAME", Need::required, "the leased resource"},

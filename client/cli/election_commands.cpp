@@ -84,10 +84,8 @@ parse_elect(const Args &args, std::string &error)
 		return std::nullopt;
 	}
 	elect.lease.ttl = *ttl;
-	// a label of this process alone: the library's default (host, PID,
-	// counters) repeats across containers, and two candidates of one label
-	// would both be told they lead
-	elect.lease.holder = new_holder();
+	// no label: the library's own, with 64 random bits (unique across
+	// containers of one host name and PID)
 	elect.grace = *grace;
 	elect.requeue = args.has("requeue");
 	elect.command = args.rest;

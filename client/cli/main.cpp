@@ -21,9 +21,10 @@
 //
 // Holders: renew and release name a grant by its token AND the holder label
 // it was acquired with (a token alone may be guessed, or read from the
-// provider's counter); acquire without --holder makes a label no other
-// process has (new_holder: 64 random bits) and prints it on stderr, stdout
-// staying the token alone; run and elect make one the same way.
+// provider's counter).  The library stores every label with 64 random bits
+// unless --reclaim (LeaseOptions::reclaim), so two processes never share a
+// grant; acquire prints the stored label on stderr, stdout staying the
+// token alone.
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -110,10 +111,7 @@ parse_run(const Args &args, std::string &error)
 	}
 	run.lease.ttl = *ttl;
 	run.lease.wait = *wait;
-	// never the library's default (host, PID, counters): it repeats across
-	// containers, and two runs of one label would share one grant
-	const auto h = args.values.find("holder");
-	run.lease.holder = h != args.values.end() ? h->second : new_holder();
+	holder_args(args, run.lease, error);
 	sharing_args(args, run.lease, error);
 	if (!error.empty())
 		return std::nullopt;
@@ -186,6 +184,7 @@ cmd_acquire(const std::string &dsn, const Args &args)
 	auto ttl = duration_arg(args, "ttl", std::nullopt, error);
 	auto wait = duration_arg(args, "wait", 0ms, error);
 	pglease::LeaseOptions options;
+	holder_args(args, options, error);
 	sharing_args(args, options, error);
 	if (!error.empty())
 		return usage_error(error, "acquire");
@@ -208,15 +207,14 @@ cmd_acquire(const std::string &dsn, const Args &args)
 	options.ttl = *ttl;
 	options.wait = *wait;
 	options.auto_renew = false;
-	const auto given = args.values.find("holder");
-	options.holder = given != args.values.end() ? given->second : new_holder();
 	auto lease = locker->acquire(resource, options);
 	if (!lease)
 		return fail(lease.error());
+	const std::string holder = lease->holder(); // detach() empties the lease
 	// the lease outlives this process until its TTL: do not release it
 	std::cout << lease->detach() << "\n";
-	if (given == args.values.end()) // stdout stays the token alone: T=$(pglease acquire ...)
-		say("holder " + options.holder + " (renew and release need it as --holder)");
+	if (!options.reclaim) // stdout stays the token alone: T=$(pglease acquire ...)
+		say("holder " + holder + " (renew and release need it as --holder)");
 	return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include "detail/backoff.hpp"
 #include "detail/provider.hpp"
+#include "detail/random.hpp"
 #include "pglease/options.hpp"
 
 namespace pglease {
@@ -364,9 +365,9 @@ LockerBase::LockerBase() noexcept
 		engine_ = std::make_shared<LeaseEngine>();
 		char host[256] = "localhost";
 		(void)gethostname(host, sizeof(host) - 1);
-		static std::atomic<unsigned> lockers{0};
-		holder_prefix_ = "pglease@" + std::string{host} + ":" + std::to_string(getpid()) + ":" +
-		                 std::to_string(lockers.fetch_add(1));
+		// host and PID alone repeat: containers have their own PID 1 and
+		// often one host name; 64 random bits per locker keep them apart
+		holder_prefix_ = "pglease@" + std::string{host} + ":" + std::to_string(getpid()) + ":" + random_hex();
 	} catch (...) {
 		engine_.reset(); // constructed() reports it
 	}
@@ -527,6 +528,35 @@ LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noex
 // One renewal now proves the grant current on the server's clock (the same
 // token, never expired in between, or the renewal is refused) and starts a
 // full conservative deadline from its own sending.
+// holder_for -- the label a grant is stored under (LeaseOptions::reclaim):
+// the label as given only with reclaim; otherwise the label and 64 random
+// bits, "LABEL~RANDOM", so that no two acquires share one (a provider gives a
+// holder asking again its own grant: two processes of one label would both
+// hold); without a label, a new one of this locker, unique the same way.
+Result<std::string>
+LockerBase::holder_for(const LeaseOptions &options)
+{
+	if (options.holder.empty()) {
+		if (options.reclaim)
+			return Error{Errc::invalid_argument, "22023",
+			             "reclaim needs a holder label: it takes back the grant held under that label"};
+		return holder_prefix_ + ":" + std::to_string(acquires_.fetch_add(1));
+	}
+	if (options.reclaim) {
+		if (!capabilities().reclaim)
+			return Error{Errc::invalid_argument, "22023",
+			             std::string{provider()} + " cannot take back a grant by its label: its grants belong to "
+			                                       "the session that took them (capabilities().reclaim is false)"};
+		return options.holder;
+	}
+	// keep within max_holder_bytes: shorten the label, at a character's start
+	constexpr std::size_t suffix = 17; // "~" and 16 hex digits
+	std::size_t keep = std::min(options.holder.size(), max_holder_bytes - suffix);
+	while (keep > 0 && keep < options.holder.size() && (options.holder[keep] & 0xC0) == 0x80)
+		--keep;
+	return options.holder.substr(0, keep) + "~" + random_hex();
+}
+
 // check_sharing -- a mode and a limit this provider has, together only as
 // the contract allows (docs/shared-leases.md), before any I/O
 Result<void>
@@ -611,10 +641,10 @@ LockerBase::lease_from(std::string_view resource, const LeaseOptions &options, c
 			return Error{Errc::nested, "LS002",
 			             "this thread already holds a lease; release it before acquiring another"};
 
-		std::string holder = options.holder.empty()
-		                         ? holder_prefix_ + ":" + std::to_string(acquires_.fetch_add(1))
-		                         : options.holder;
-		Result<Granted> granted = take(holder, heartbeat);
+		auto holder = holder_for(options);
+		if (!holder)
+			return holder.error();
+		Result<Granted> granted = take(*holder, heartbeat);
 		if (!granted)
 			return granted.error();
 		if (auto ok = confirm_after_wait(resource, options.ttl, drift(options.ttl), heartbeat, *granted); !ok)
@@ -622,6 +652,7 @@ LockerBase::lease_from(std::string_view resource, const LeaseOptions &options, c
 
 		auto state = std::make_shared<LeaseState>();
 		state->resource = std::string{resource};
+		state->holder = std::move(*holder);
 		state->token = granted->token;
 		state->ttl = options.ttl;
 		state->heartbeat = heartbeat;
@@ -690,6 +721,13 @@ Lease::resource() const noexcept
 {
 	static const std::string none;
 	return state_ ? state_->resource : none;
+}
+
+const std::string &
+Lease::holder() const noexcept
+{
+	static const std::string none;
+	return state_ ? state_->holder : none;
 }
 
 bool

@@ -119,12 +119,15 @@ acquire_two() {
 	T2="$(P acquire --resource "$res" --ttl $TTL "$@" --holder h2 2>"$WORK/$name.2.err")" || rc2=$?
 	expect "${PROVIDER}_$name" "exit $rc/$rc2: '$T1' '$T2' $(cat "$WORK/$name.1.err" "$WORK/$name.2.err")" \
 		'[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] && [[ "$T1" =~ ^[0-9]+$ ]] && [[ "$T2" =~ ^[0-9]+$ ]] && [ "$T1" != "$T2" ]'
+	# the labels they are stored under (h1~RANDOM, h2~RANDOM), for renew and release
+	H1="$(awk '/^pglease: holder /{ print $3 }' "$WORK/$name.1.err")"
+	H2="$(awk '/^pglease: holder /{ print $3 }' "$WORK/$name.2.err")"
 }
 
 # status_shows NAME SUFFIX MODE LIMIT -- PostgreSQL: pglease status lists h1's
 # and h2's grants of $R/SUFFIX with that MODE and LIMIT (elsewhere: nothing)
 status_shows() {
-	local line="^$R/$2 +h[12] .* $3 +$4\$" # the condition is evaluated in expect: no $1..$4 there
+	local line="^$R/$2 +h[12]~[0-9a-f]{16} .* $3 +$4\$" # the condition is evaluated in expect: no $1..$4 there
 	[ "$PROVIDER" = postgres ] || return 0
 	P status >"$WORK/status" 2>&1 || true
 	expect "${PROVIDER}_$1" "$(cat "$WORK/status")" \
@@ -143,12 +146,12 @@ else
 	status_shows status_shows_each_reader_with_its_mode acq shared -
 	rc=0; P acquire --resource "$R/acq" --ttl $TTL --wait 0s --holder w >/dev/null 2>&1 || rc=$?
 	expect "${PROVIDER}_acquire_exclusive_beside_shared_exits_75" "exit $rc" '[ "$rc" -eq 75 ]'
-	rc=0; P release --resource "$R/acq" --token "$a1" --holder h1 || rc=$?
-	rc2=0; P release --resource "$R/acq" --token "$a1" --holder h1 2>/dev/null || rc2=$?
+	rc=0; P release --resource "$R/acq" --token "$a1" --holder "$H1" || rc=$?
+	rc2=0; P release --resource "$R/acq" --token "$a1" --holder "$H1" 2>/dev/null || rc2=$?
 	expect "${PROVIDER}_release_ends_that_grant_only" "exit $rc, again $rc2" '[ "$rc" -eq 0 ] && [ "$rc2" -eq 76 ]'
-	rc=0; P renew --resource "$R/acq" --token "$a2" --holder h2 --ttl $TTL || rc=$?
+	rc=0; P renew --resource "$R/acq" --token "$a2" --holder "$H2" --ttl $TTL || rc=$?
 	expect "${PROVIDER}_the_other_shared_grant_is_still_held" "renew exit $rc" '[ "$rc" -eq 0 ]'
-	rc=0; P release --resource "$R/acq" --token "$a2" --holder h2 || rc=$?
+	rc=0; P release --resource "$R/acq" --token "$a2" --holder "$H2" || rc=$?
 	expect "${PROVIDER}_released_by_its_own_token" "exit $rc" '[ "$rc" -eq 0 ]'
 
 	# permits of 2: two tokens, the third refused, one released admits it
@@ -159,12 +162,12 @@ else
 	expect "${PROVIDER}_acquire_a_third_permit_of_two_exits_75" "exit $rc" '[ "$rc" -eq 75 ]'
 	rc=0; P acquire --resource "$R/acqsem" --ttl $TTL --limit 3 --wait 0s --holder p3 >/dev/null 2>"$WORK/ap3.err" || rc=$?
 	expect "${PROVIDER}_acquire_another_limit_exits_64" "exit $rc: $(cat "$WORK/ap3.err")" '[ "$rc" -eq 64 ]'
-	rc=0; P release --resource "$R/acqsem" --token "$p1" --holder h1 || rc=$?
+	rc=0; P release --resource "$R/acqsem" --token "$p1" --holder "$H1" || rc=$?
 	rc2=0; p3="$(P acquire --resource "$R/acqsem" --ttl $TTL --limit 2 --wait 0s --holder p3 2>"$WORK/ap3.err")" || rc2=$?
 	expect "${PROVIDER}_a_released_permit_admits_the_next_with_a_higher_token" "exit $rc/$rc2: '$p3' after '$p1' '$p2' $(cat "$WORK/ap3.err")" \
 		'[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] && [[ "$p3" =~ ^[0-9]+$ ]] && [ "$p3" -gt "$p2" ] && [ "$p3" -gt "$p1" ]'
-	P release --resource "$R/acqsem" --token "$p2" --holder h2 || true
-	P release --resource "$R/acqsem" --token "$p3" --holder p3 || true
+	P release --resource "$R/acqsem" --token "$p2" --holder "$H2" || true
+	P release --resource "$R/acqsem" --token "$p3" --holder "$(awk '/^pglease: holder /{ print $3 }' "$WORK/ap3.err")" || true
 fi
 
 # ---- usage errors: 64 before any I/O ---------------------------------------------------

@@ -765,6 +765,7 @@ TEST_F(ClientTest, RenewAndReleaseOnATerminatedConnectionAreRetriedOnAFreshOne)
 	auto o = opts(10s);
 	o.auto_renew = false;
 	o.holder = "fresh";
+	o.reclaim = true; // the label as given, for the token-level calls
 	auto lease = client.acquire(r, o);
 	ASSERT_TRUE(lease) << lease.error();
 
@@ -922,6 +923,7 @@ TEST_F(ClientTest, TokenCallsWithAHolderActOnlyOnThatHoldersGrant)
 	auto r = unique_resource();
 	auto o = opts(3s);
 	o.holder = "alice";
+	o.reclaim = true; // the label as given, for the token-level calls
 	auto lease = client.acquire(r, o);
 	ASSERT_TRUE(lease) << lease.error();
 	const auto token = lease->detach();
@@ -1007,7 +1009,7 @@ TEST_F(ClientTest, CliAcquireRenewReleaseAndStatus)
 	std::string cli = PGLEASE_CLI;
 	auto r = unique_resource();
 	std::string out = "/tmp/pglease_cli_token_" + std::to_string(getpid());
-	ASSERT_EQ(run_shell(cli + " acquire --resource '" + r + "' --ttl 30s --holder cli-test > " + out), 0);
+	ASSERT_EQ(run_shell(cli + " acquire --resource '" + r + "' --ttl 30s --holder cli-test --reclaim > " + out), 0);
 	std::ifstream in{out};
 	long long token = 0;
 	in >> token;
@@ -1419,7 +1421,7 @@ TEST_F(PostgresUrlTest, CliTakesUrlsAndNeverPrintsThePassword)
 	auto r = unique_resource();
 	std::string out = "/tmp/pglease_cli_url_token_" + std::to_string(getpid());
 	ASSERT_EQ(run_shell(std::string{PGLEASE_CLI} + " --dsn '" + test_url(url_password) +
-	                    "' acquire --resource '" + r + "' --ttl 10s --holder pglease-url-test > " + out),
+	                    "' acquire --resource '" + r + "' --ttl 10s --holder pglease-url-test --reclaim > " + out),
 	          0);
 	std::ifstream in{out};
 	long long token = 0;

@@ -113,6 +113,8 @@ documented(const std::string &name)
 	}
 	if (name == "zookeeper")
 		c.shared_mode = c.semaphore = true;
+	// a label that takes back its own grant (LeaseOptions::reclaim)
+	c.reclaim = name == "postgres" || name == "memory" || name == "redis" || name == "rediss";
 	return c;
 }
 

@@ -51,6 +51,7 @@ TEST_P(Conformance, CapabilitiesAreAsDocumented)
 	EXPECT_EQ(c.durable, d.durable);
 	EXPECT_EQ(c.survives_failover, d.survives_failover);
 	EXPECT_EQ(c.election, d.election);
+	EXPECT_EQ(c.reclaim, d.reclaim);
 	EXPECT_FALSE(locker->provider().empty());
 }
 
@@ -385,6 +386,52 @@ TEST_P(Conformance, HugeTtlIsRefusedNamingTheMaximumOrHeldAndValid)
 
 INSTANTIATE_TEST_SUITE_P(Providers, Conformance, ::testing::ValuesIn(providers_from_env()),
                          [](const ::testing::TestParamInfo<Provider> &info) { return info.param.name; });
+
+// Two acquires of one holder label are two holders (issue 36, item 1): the
+// second waits like any other; the label is stored with 64 random bits.  With
+// reclaim the label names one grant, which an acquire of it takes back (same
+// token); where no provider can (capabilities().reclaim) it is refused before
+// any I/O; and reclaim without a label is refused.
+TEST_P(Conformance, OneLabelIsOneHolderUnlessReclaimed)
+{
+	auto r = unique_resource();
+	auto o = opts(10s);
+	o.holder = "nightly@box";
+	auto first = locker->acquire(r, o);
+	ASSERT_TRUE(first) << first.error();
+	EXPECT_EQ(first->holder().rfind("nightly@box~", 0), 0u) << first->holder();
+	EXPECT_EQ(first->holder().size(), std::string{"nightly@box~"}.size() + 16) << first->holder();
+	auto second = in_other_thread([&] { return locker->try_acquire(r, o); });
+	ASSERT_FALSE(second) << "one label, two holders: token " << second->token() << " beside " << first->token();
+	EXPECT_EQ(second.error().code, Errc::timeout) << second.error();
+	ASSERT_TRUE(first->release());
+
+	o.reclaim = true;
+	auto kept = locker->acquire(r, o);
+	if (!locker->capabilities().reclaim) {
+		ASSERT_FALSE(kept) << "reclaim granted where capabilities().reclaim is false";
+		EXPECT_EQ(kept.error().code, Errc::invalid_argument) << kept.error();
+		EXPECT_FREE_FOR_ANOTHER(r);
+	} else {
+		ASSERT_TRUE(kept) << kept.error();
+		EXPECT_EQ(kept->holder(), "nightly@box");
+		auto again = in_other_thread([&] { return locker->try_acquire(r, o); });
+		ASSERT_TRUE(again) << "reclaim did not take back its own grant: " << again.error();
+		EXPECT_EQ(again->token(), kept->token());
+		(void)again->detach();
+		ASSERT_TRUE(kept->release());
+	}
+	o.holder.clear();
+	auto unnamed = locker->acquire(r, o);
+	ASSERT_FALSE(unnamed) << "reclaim without a label was granted";
+	EXPECT_EQ(unnamed.error().code, Errc::invalid_argument) << unnamed.error();
+	// a 256-byte label still fits: it is shortened to make room for the bits
+	o.reclaim = false;
+	o.holder = std::string(pglease::max_holder_bytes, 'h');
+	auto longest = locker->acquire(r, o);
+	ASSERT_TRUE(longest) << longest.error();
+	EXPECT_EQ(longest->holder().size(), pglease::max_holder_bytes) << longest->holder();
+}
 
 TEST(ConformanceSetup, EveryServerProviderIsNamed)
 {

@@ -337,6 +337,7 @@ TEST_F(EtcdLocker, TokenCallsWithAHolderActOnlyOnThatHoldersGrant)
 	o.holder = "alice";
 	auto lease = locker->acquire(r, o);
 	ASSERT_TRUE(lease) << lease.error();
+	const std::string alice = lease->holder(); // "alice~" and 64 random bits
 	const auto token = lease->detach();
 	auto keys = lock_kvs(single_port(), r);
 	ASSERT_EQ(keys.size(), 1u);
@@ -345,7 +346,7 @@ TEST_F(EtcdLocker, TokenCallsWithAHolderActOnlyOnThatHoldersGrant)
 		return t.is_object() ? std::stoll(t.value("TTL", "-1")) : -1LL;
 	};
 	std::this_thread::sleep_for(2100ms);
-	for (const char *other : {"mallory", "alic", "alice2"}) {
+	for (const char *other : {"mallory", "alic", "alice2", "alice"}) {
 		auto renewed = locker->renew(r, token, other, 10s);
 		ASSERT_TRUE(renewed) << other << ": " << renewed.error();
 		EXPECT_FALSE(*renewed) << "renewed as " << other;
@@ -358,11 +359,11 @@ TEST_F(EtcdLocker, TokenCallsWithAHolderActOnlyOnThatHoldersGrant)
 	auto empty = locker->renew(r, token, "", 10s);
 	ASSERT_FALSE(empty) << "an empty holder must not mean any holder";
 	EXPECT_EQ(empty.error().code, Errc::invalid_argument) << empty.error();
-	auto renewed = locker->renew(r, token, "alice", 10s);
+	auto renewed = locker->renew(r, token, alice, 10s);
 	ASSERT_TRUE(renewed) << renewed.error();
 	EXPECT_TRUE(*renewed);
 	EXPECT_GE(remaining(), 9) << "the holder's renew did not refresh the lease";
-	auto released = locker->release(r, token, "alice");
+	auto released = locker->release(r, token, alice);
 	ASSERT_TRUE(released) << released.error();
 	EXPECT_TRUE(*released);
 	EXPECT_EQ(lock_keys(single_port(), r), 0);
@@ -463,13 +464,22 @@ TEST_F(EtcdLocker, CliRenewByTokenForLongerThanTheGrantedTtlExitsWithAUsageError
 	const std::string url = url_of({single_port()});
 	auto r = unique_resource();
 	const std::string cli = std::string(PGLEASE_CLI) + " ";
-	std::string token =
-	    capture(cli + "acquire --dsn " + url + " --resource '" + r + "' --ttl 3s --holder etcd-test");
-	while (!token.empty() && token.back() == '\n')
-		token.pop_back();
-	ASSERT_FALSE(token.empty()) << "pglease acquire printed no token";
+	// stdout: the token; stderr: "pglease: holder LABEL (...)", the stored label
+	std::string printed = capture(cli + "acquire --dsn " + url + " --resource '" + r +
+	                              "' --ttl 3s --holder etcd-test 2>&1 >/tmp/pglease_etcd_token_" +
+	                              std::to_string(getpid()) + "; cat /tmp/pglease_etcd_token_" +
+	                              std::to_string(getpid()));
+	std::istringstream lines{printed};
+	std::string word, label, token;
+	while (lines >> word)
+		if (word == "holder" && label.empty())
+			lines >> label;
+		else if (!word.empty() && word.find_first_not_of("0123456789") == std::string::npos)
+			token = word;
+	ASSERT_FALSE(token.empty()) << "pglease acquire printed no token: " << printed;
+	ASSERT_EQ(label.rfind("etcd-test~", 0), 0u) << "pglease acquire printed no stored label: " << printed;
 	std::string out = capture(cli + "renew --dsn " + url + " --resource '" + r + "' --token " + token +
-	                          " --holder etcd-test --ttl 1h 2>&1; echo \"exit=$?\"");
+	                          " --holder " + label + " --ttl 1h 2>&1; echo \"exit=$?\"");
 	std::printf("pglease renew --ttl 1h of a 3 s lease: %s", out.c_str());
 	EXPECT_NE(out.find("exit=64"), std::string::npos) << out;
 	EXPECT_NE(out.find("granted for 3s"), std::string::npos) << out;
@@ -477,9 +487,9 @@ TEST_F(EtcdLocker, CliRenewByTokenForLongerThanTheGrantedTtlExitsWithAUsageError
 	ASSERT_EQ(keys.size(), 1u);
 	EXPECT_EQ(granted_ttl(single_port(), keys[0].lease), 3) << "the lease's TTL changed";
 	EXPECT_TRUE(sh(cli + "renew --dsn " + url + " --resource '" + r + "' --token " + token +
-	               " --holder etcd-test --ttl 3s"));
+	               " --holder " + label + " --ttl 3s"));
 	EXPECT_TRUE(sh(cli + "release --dsn " + url + " --resource '" + r + "' --token " + token +
-	               " --holder etcd-test"));
+	               " --holder " + label));
 	EXPECT_EQ(lock_keys(single_port(), r), 0);
 }
 

@@ -363,6 +363,7 @@ TEST_F(RedisLocker, same_holder_asking_again_gets_its_token_back)
 {
 	auto o = opts(10s);
 	o.holder = "worker-7";
+	o.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	auto first = locker->acquire(resource(), o);
 	ASSERT_TRUE(first) << first.error();
 	auto again = in_other_thread([&] { return locker->try_acquire(resource(), o); });
@@ -405,6 +406,7 @@ TEST_F(RedisLocker, token_level_calls_with_a_holder_act_only_on_that_holders_gra
 {
 	auto o = opts(3s);
 	o.holder = "alice";
+	o.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	auto lease = locker->acquire(resource(), o);
 	ASSERT_TRUE(lease) << lease.error();
 	const auto token = lease->detach();
@@ -520,6 +522,7 @@ TEST_F(RedisLocker, hostile_token_counter_is_refused_and_nothing_is_written)
 	// (the re-acquire path gave nil or token -5 back after a PEXPIRE)
 	auto o = opts(10s);
 	o.holder = "worker";
+	o.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	ASSERT_TRUE(server.raw({"SET", counter, "7"}));
 	for (const char *damaged : {"x:worker", "-5:worker", "0:worker", ":worker"}) {
 		ASSERT_TRUE(server.raw({"SET", lock, damaged}));
@@ -565,6 +568,7 @@ TEST_F(RedisLocker, holder_or_resource_with_a_nul_byte_is_refused_and_nothing_is
 	// make "job\0A" and "job" one holder
 	auto o = opts(10s);
 	o.holder = std::string("job\0A", 5);
+	o.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	auto lease = locker->try_acquire(resource(), o);
 	ASSERT_FALSE(lease);
 	EXPECT_EQ(lease.error().code, Errc::invalid_argument) << lease.error();
@@ -761,8 +765,10 @@ TEST_F(RedisLocker, shared_grants_are_members_of_a_sorted_set_at_the_lock_key_th
 	const std::string lock = "pglease:lock:" + resource();
 	auto ra = reader(10s);
 	ra.holder = "ra";
+	ra.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	auto rb = reader(10s);
 	rb.holder = "rb";
+	rb.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	auto a = in_other_thread([&] { return locker->acquire(resource(), ra); });
 	auto b = in_other_thread([&] { return locker->acquire(resource(), rb); });
 	ASSERT_TRUE(a) << a.error();
@@ -904,9 +910,11 @@ TEST_F(RedisLocker, token_level_calls_act_on_one_shared_grant_and_its_holder_onl
 	auto o = reader(3s);
 	o.auto_renew = false;
 	o.holder = "alice";
+	o.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	auto alice = locker->acquire(resource(), o);
 	ASSERT_TRUE(alice) << alice.error();
 	o.holder = "bob";
+	o.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	auto bob = in_other_thread([&] { return locker->acquire(resource(), o); });
 	ASSERT_TRUE(bob) << bob.error();
 	const auto token = alice->detach();
@@ -939,6 +947,7 @@ TEST_F(RedisLocker, the_same_holder_in_another_mode_or_limit_is_ls003)
 {
 	auto o = reader(10s);
 	o.holder = "carol";
+	o.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	auto shared = locker->acquire(resource(), o);
 	ASSERT_TRUE(shared) << shared.error();
 	auto again = in_other_thread([&] { return locker->acquire(resource(), o); });
@@ -947,8 +956,10 @@ TEST_F(RedisLocker, the_same_holder_in_another_mode_or_limit_is_ls003)
 	(void)again->detach();
 	auto as_lock = opts(10s);
 	as_lock.holder = "carol";
+	as_lock.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	auto as_permit = opts(10s);
 	as_permit.holder = "carol";
+	as_permit.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	as_permit.limit = 2;
 	for (const auto &other : {as_lock, as_permit}) {
 		auto refused = in_other_thread([&] { return locker->acquire(resource(), other); });
@@ -961,9 +972,11 @@ TEST_F(RedisLocker, the_same_holder_in_another_mode_or_limit_is_ls003)
 	ASSERT_TRUE(shared->release());
 	// a lock's holder asking for a shared grant
 	as_lock.holder = "dave";
+	as_lock.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	auto lock = locker->acquire(resource(), as_lock);
 	ASSERT_TRUE(lock) << lock.error();
 	o.holder = "dave";
+	o.reclaim = true; // the label as given (LeaseOptions::reclaim)
 	auto refused = in_other_thread([&] { return locker->acquire(resource(), o); });
 	ASSERT_FALSE(refused);
 	EXPECT_EQ(refused.error().sqlstate, "LS003") << refused.error();

@@ -136,7 +136,7 @@ printf '%s\n# a comment line, never read\n' "$URL" >"$DSN_FILE"
 chmod 600 "$DSN_FILE"
 P="$PGLEASE"
 # a held lease through the CLI: acquire, status shows it, renew, release
-cli acquire "$P" acquire --dsn "$URL" --resource cli/tok --ttl 30s --holder cli-tls
+cli acquire "$P" acquire --dsn "$URL" --resource cli/tok --ttl 30s --holder cli-tls --reclaim
 token="$(cat "$OUT/acquire")"
 expect cli_acquire_over_tls "exit $rc: $(said acquire)" '[ "$rc" -eq 0 ] && [ "$token" -gt 0 ]'
 cli status "$P" --dsn-file "$DSN_FILE" status

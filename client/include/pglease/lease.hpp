@@ -48,6 +48,10 @@ public:
 	/// The fencing token; 0 for a provider without tokens (Redlock).
 	[[nodiscard]] std::int64_t token() const noexcept;
 	[[nodiscard]] const std::string &resource() const noexcept;
+	/// The holder label the grant is stored under: LeaseOptions::holder with
+	/// "~" and 64 random bits, the label as given with LeaseOptions::reclaim,
+	/// or the locker's own.  The token-level renew and release name it.
+	[[nodiscard]] const std::string &holder() const noexcept;
 	/// Held by the conservative local deadline (steady_clock, from the send
 	/// time of the last successful acquire/renew) and not lost or released.
 	[[nodiscard]] bool valid() const noexcept;

@@ -27,6 +27,7 @@ struct Capabilities {
 	bool election = false;          ///< campaign / leader / observe (pglease/election.hpp)
 	bool shared_mode = false;       ///< LeaseOptions::mode = Mode::shared (reader-writer leases)
 	bool semaphore = false;         ///< LeaseOptions::limit > 0 (counted leases)
+	bool reclaim = false;           ///< LeaseOptions::reclaim: a label takes back its own grant
 };
 
 /// Takes leases from one provider.  Every member is noexcept and thread-safe;

@@ -51,8 +51,18 @@ struct LeaseOptions {
 	std::chrono::milliseconds ttl{std::chrono::seconds{30}};
 	/// How long acquire may wait for the resource; 0 = try once.
 	std::chrono::milliseconds wait{0};
-	/// Idempotency key and label; empty = a per-client default.
+	/// The holder's label (status shows it).  Stored with "~" and 64 random
+	/// bits added, so that no two acquires share a grant whatever label they
+	/// pass (Lease::holder() is what was stored); empty = a label of the
+	/// client's own, unique the same way.
 	std::string holder;
+	/// Store `holder` exactly as given, so that it names one grant: an acquire
+	/// with the same label and reclaim takes that grant back (the same token,
+	/// a new expiry) instead of waiting for it, e.g. after this program's
+	/// restart, and the token-level renew/release can name it by the label.
+	/// The risk: two live processes passing one label with reclaim both hold
+	/// the lease at once.  Needs a holder label (22023 without one).
+	bool reclaim = false;
 	Strategy strategy = Strategy::lease;
 	/// Same as strategy = ephemeral.
 	bool session_bound = false;

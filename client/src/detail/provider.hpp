@@ -86,6 +86,7 @@ struct Granted {
 /// The state of one Lease, shared by the guard and the renewal thread.
 struct LeaseState {
 	std::string resource;
+	std::string holder; // the label the grant is stored under (LockerBase::holder_for)
 	std::int64_t token = 0;
 	milliseconds ttl{0};
 	milliseconds heartbeat{0};

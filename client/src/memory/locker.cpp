@@ -45,6 +45,7 @@ public:
 		c.election = true;
 		c.shared_mode = true;
 		c.semaphore = true;
+		c.reclaim = true; // the space gives a holder asking again its grant
 		return c;
 	}
 	std::string_view provider() const noexcept override { return "in-memory"; }

@@ -281,6 +281,7 @@ Client::capabilities() const noexcept
 	c.election = true;    // lease.acquire with a value, lease.leader, lease.observe
 	c.shared_mode = true; // lease.acquire_shared
 	c.semaphore = true;   // lease.acquire_permit
+	c.reclaim = true;     // the same holder asking again keeps its grant
 	return c;
 }
 

@@ -686,6 +686,7 @@ public:
 		c.election = true;      // redis/election.cpp
 		c.shared_mode = true;   // the sorted set of grants (see the banner)
 		c.semaphore = true;
+		c.reclaim = true; // a holder asking for a key it holds gets its token back
 		return c;
 	}
 	std::string_view provider() const noexcept override { return "Redis"; }

@@ -59,12 +59,13 @@ public:
 	[[nodiscard]] virtual Result<void> constructed() const noexcept;
 
 protected:
-	/// Holder labels of this locker are "pglease@host:pid:n:k".
+	/// Holder labels of this locker are "pglease@host:pid:RANDOM:k" (64 random bits).
 	LockerBase() noexcept;
 	~LockerBase() override;
 
 	/// Take the resource within options.wait (Errc::timeout if not granted);
-	/// holder is options.holder or a fresh label of this locker; heartbeat is
+	/// holder is the label to store (holder_for: options.holder with 64
+	/// random bits, as given with reclaim, or a fresh label); heartbeat is
 	/// how often the grant will be renewed (options.heartbeat, or TTL/3 when
 	/// that is 0), for a provider that must keep a queued claim alive.  May
 	/// throw: acquire() turns an exception into Errc::internal, in one place
@@ -121,6 +122,8 @@ private:
 	                         const std::string &value = {}) noexcept;
 	/// LeaseOptions::mode and limit: valid together, and what capabilities() has.
 	[[nodiscard]] Result<void> check_sharing(const LeaseOptions &options) const;
+	/// The label a grant of these options is stored under (LeaseOptions::reclaim).
+	Result<std::string> holder_for(const LeaseOptions &options);
 	[[nodiscard]] Result<void> check_token_call(std::string_view resource, std::int64_t token) const;
 	Result<bool> renew_checked(std::string_view resource, std::int64_t token, std::string_view holder,
 	                           std::chrono::milliseconds ttl) noexcept;
