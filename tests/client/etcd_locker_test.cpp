@@ -964,6 +964,36 @@ TEST_F(EtcdLocker, QueuedKeyKeepsItsRevisionsAndItsFullTtlLeaseFromPutToRelease)
 	EXPECT_TRUE(etcdctl_keys(r).empty()) << "the released grant left its key";
 }
 
+// What bounds a queued key whose waiter is gone: its lease, kept alive
+// while the waiter waits (past its TTL here) and ended by etcd within the
+// TTL once nobody keeps it alive -- a waiter SIGKILLed, as a crash or a
+// revoke that never reached etcd leaves its key.
+TEST_F(EtcdLocker, AKilledWaitersKeyOutlivesItsTtlWhileItWaitsAndGoesWithinItAfter)
+{
+	auto r = unique_resource();
+	auto holder = locker->acquire(r, opts(30s));
+	ASSERT_TRUE(holder) << holder.error();
+	std::string pid =
+	    capture("(" + std::string(PGLEASE_CLI) + " run --dsn " + url_of({single_port()}) + " --resource '" +
+	            r + "' --ttl 2s --wait 60s -- true >/dev/null 2>&1 & echo $!)");
+	while (!pid.empty() && pid.back() == '\n')
+		pid.pop_back();
+	ASSERT_FALSE(pid.empty());
+	ASSERT_TRUE(eventually([&] { return lock_keys(single_port(), r) == 2; }, 5s, 50ms))
+	    << "pglease run did not queue";
+	std::this_thread::sleep_for(3500ms);
+	EXPECT_EQ(lock_keys(single_port(), r), 2) << "the waiter's key went while it waited";
+	ASSERT_TRUE(sh("kill -KILL " + pid));
+	const auto killed = Clock::now();
+	ASSERT_TRUE(eventually([&] { return lock_keys(single_port(), r) == 1; }, 4s, 50ms))
+	    << "the killed waiter's key outlived its 2 s TTL by 2 s";
+	std::printf("a SIGKILLed waiter's key (TTL 2 s) went %lld ms after the kill\n",
+	            static_cast<long long>(
+	                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - killed).count()));
+	EXPECT_TRUE(holder->valid());
+	EXPECT_TRUE(holder->release());
+}
+
 // key_exists -- key is in the store
 bool
 key_exists(const std::string &key)
