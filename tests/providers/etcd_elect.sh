@@ -70,7 +70,8 @@ rev="$(first_rev "$NAME/")"
 seen="$("$PROBE" leader "$URL" "$name")"
 expect leader_shows_etcdctl_value_and_revision "leader() '$seen', etcdctl's key created at $rev" \
 	'[ -n "$rev" ] && [ "$seen" = "leader $rev v1" ]'
-key="$(ctl get --prefix "$NAME/" --keys-only | head -1)"
+# sed reads every line: `head -1` could end etcdctl with SIGPIPE, fatal under pipefail
+key="$(ctl get --prefix "$NAME/" --keys-only | sed -n 1p)"
 expect etcdctl_key_is_name_slash_lease_hex "etcdctl's key '$key'" '[[ "$key" =~ ^$NAME/[0-9a-f]{1,16}$ ]]'
 candidate p1 "$name" p1
 sleep 1.5

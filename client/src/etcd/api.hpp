@@ -22,11 +22,6 @@ namespace pglease::detail::etcd {
 
 constexpr int grpc_not_found = 5;
 constexpr milliseconds watch_retry{50}; // pause before re-reading when a watch failed
-// the longest TTL a key is queued under (seconds): a lock key created after
-// its acquire gave up -- a request executed late, the revoke not reaching
-// etcd -- is gone within it.  Longer TTLs move the key to a full lease once
-// it holds the lock.
-constexpr std::int64_t queue_ttl_max = 5;
 
 // queue_prefix -- the prefix of the keys of one lock or election: the
 // provider's prefix (lock_prefix= / election_prefix= of the URL) and the
@@ -287,32 +282,6 @@ public:
 		if (int64_of(kvs[0], "lease") != lease) // never ours: a key named by this lease is another's
 			return Error{Errc::internal, "", "etcd txn: the lock key " + key + " exists under another lease"};
 		return revision;
-	}
-
-	// move_key -- attach key (still of create revision `revision` and lease
-	// `from`) to lease `to`, its value and create revision kept; false: the key
-	// is not there any more (one txn)
-	Result<bool> move_key(const std::string &key, std::int64_t revision, std::int64_t from, std::int64_t to,
-	                      Clock::time_point deadline)
-	{
-		const std::string k = base64_encode(key);
-		Json txn = {
-		    {"compare",
-		     Json::array(
-		         {{{"key", k},
-		           {"target", "CREATE"},
-		           {"result", "EQUAL"},
-		           {"create_revision", std::to_string(revision)}},
-		          {{"key", k}, {"target", "LEASE"}, {"result", "EQUAL"}, {"lease", std::to_string(from)}}})},
-		    {"success",
-		     Json::array(
-		         {{{"request_put", {{"key", k}, {"ignore_value", true}, {"lease", std::to_string(to)}}}}})}};
-		auto r = gateway_->post("/v3/kv/txn", txn, deadline);
-		if (!r)
-			return r.error();
-		if (r->grpc_code != 0)
-			return error_of(*r, "txn (move lock key to its lease)");
-		return r->body.value("succeeded", false);
 	}
 
 	struct Kv {

@@ -21,13 +21,15 @@
 // holds the lock.  While queued, the waiter keeps its own lease alive every
 // heartbeat.
 //
-// Orphans: the key is queued under a lease of at most queue_ttl_max (5 s).
-// Once first, a grant with a longer TTL moves the key (a txn: same create
-// revision, same lease still) to a lease of the full TTL and revokes the
-// queue lease.  So a key created after its acquire gave up (the put executed
-// late, the revoke not reaching etcd) is gone within 5 s; only a move whose
-// answer was lost leaves the key under the full TTL (the client revokes both
-// leases, best effort).
+// A key is put once and never again: from its put to its release it keeps
+// its create and mod revisions, its value and its lease, the one of the full
+// TTL that it holds under (etcd's rwmutex recipe finds the keys ahead of its
+// own by mod revision, so a key put again would be passed).  Orphans: a
+// waiter keeps that lease alive every heartbeat, as a holder does, so the
+// key of a waiter that crashed, or whose acquire gave up without its revoke
+// reaching etcd (or whose put executed late), goes with the lease within the
+// TTL after its last keepalive -- as concurrency.Mutex's key goes with its
+// session.
 //
 // Shared leases and semaphores (docs/shared-leases.md, "etcd") queue in the
 // same prefix, in the key layout of etcd's rwmutex recipe (recipe.RWMutex of
@@ -42,9 +44,7 @@
 // every permit key's name, so each request sees it: one that names another
 // limit than the oldest key of the resource (its grants, or with none its
 // first waiter; a lock and a reader name 0) is refused with LS003 and its key
-// revoked.  Readers' and permits' keys are put under a lease of their full
-// TTL and never moved (the recipe compares mod revisions, which a move
-// changes).
+// revoked.
 //
 // Time: every call has one deadline: statement_grace for renew, release and
 // the token calls; wait + statement_grace for acquire, each of its requests
@@ -445,9 +445,9 @@ private:
 	// holder_of -- the lock key of (resource, token) if it is the holder's
 	// (no lock key of the resource was created before it) and, given a
 	// holder label, its value is that label; lease 0 otherwise.  The value
-	// is written once, when the key of that create revision is created (the
-	// move to the full lease keeps it), so a match read here names the
-	// holder of exactly the grant a later keepalive or delete acts on.
+	// is written once, when the key of that create revision is created, so a
+	// match read here names the holder of exactly the grant a later
+	// keepalive or delete acts on.
 	Result<LockKey> holder_of(std::string_view resource, std::int64_t token, std::string_view holder,
 	                          Clock::time_point deadline)
 	{
@@ -479,50 +479,21 @@ private:
 	Result<Granted> timed_out(std::string_view resource, const LeaseOptions &options, std::int64_t lease,
 	                          const Budget &budget)
 	{
-		// best effort: otherwise the key goes with its (queue) lease's TTL
+		// best effort: otherwise the key goes with its lease, no longer kept alive
 		(void)api_->revoke(lease, budget.step());
 		return Error{Errc::timeout, "",
 		             "lease \"" + std::string(resource) + "\" not granted within " +
 		                 format_duration(options.wait)};
 	}
 
-	// hold -- the queued key is first: move it from its queue lease (at most
-	// queue_ttl_max) to a lease of the full TTL, unless they are one.  nullptr
-	// grant: the key is gone (the queue lease expired), queue again.
-	Result<Granted> hold(LockKey lock, const LeaseOptions &options, Clock::time_point alive_since,
-	                     std::int64_t queue_seconds, const Budget &budget)
+	// hold -- the queued key is first: the grant, as it is (its lease is the
+	// full TTL's, alive since alive_since)
+	Result<Granted> hold(LockKey lock, const LeaseOptions &options, Clock::time_point alive_since)
 	{
-		const std::int64_t ttl_seconds = ttl_seconds_of(options.ttl);
 		Granted g;
 		g.token = lock.revision;
-		if (queue_seconds < ttl_seconds) {
-			alive_since = Clock::now();
-			std::int64_t full = pool_->take(ttl_seconds, budget.step());
-			if (full == 0) {
-				auto granted = api_->lease_grant(ttl_seconds, budget.step());
-				if (!granted) {
-					(void)api_->revoke(lock.lease, budget.step());
-					return granted.error();
-				}
-				full = *granted;
-			}
-			auto moved = api_->move_key(lock.key, lock.revision, lock.lease, full, budget.step());
-			if (!moved || !*moved) {
-				// unknown or gone: end both leases (if the move happened
-				// after all, the key goes with the full lease)
-				(void)api_->revoke(full, budget.step());
-				(void)api_->revoke(lock.lease, budget.step());
-				if (!moved)
-					return moved.error();
-				return g; // no grant: queue again
-			}
-			// the queue lease holds no key now; its ID names the key, so it
-			// is never pooled (a pooled lease would name a second key alike)
-			(void)api_->revoke(lock.lease, budget.step());
-			lock.lease = full;
-		}
 		g.deadline = deadline_after(alive_since, options.ttl);
-		g.grant = std::make_unique<EtcdGrant>(api_, std::move(lock), pool_, ttl_seconds);
+		g.grant = std::make_unique<EtcdGrant>(api_, std::move(lock), pool_, ttl_seconds_of(options.ttl));
 		return g;
 	}
 
@@ -539,30 +510,20 @@ private:
 	// proclamation of an election), then wait until the keys ahead of it let
 	// it hold (blocker)
 	Result<Granted> take(const std::string &prefix, std::string_view resource, const LeaseOptions &options,
-	                     const std::string &value, milliseconds lease_heartbeat, Shape shape)
+	                     const std::string &value, milliseconds heartbeat, Shape shape)
 	{
 		Budget budget;
 		budget.gateway = &api_->gateway();
 		budget.give_up = deadline_after(Clock::now(), options.wait);
 		budget.end = deadline_after(budget.give_up, budget.gateway->options().statement_grace);
-		// a lock queues under a short lease: a key created after this call
-		// gave up (its request executed late) is gone within queue_seconds.
-		// A reader's or a permit's key never moves: etcd's rwmutex recipe
-		// orders keys by their mod revision, which a move would change, so
-		// it queues under its full TTL.
-		const std::int64_t queue_seconds = shape.key.kind == KeyKind::lock
-		                                       ? std::min(ttl_seconds_of(options.ttl), queue_ttl_max)
-		                                       : ttl_seconds_of(options.ttl);
-		// the queue lease is kept alive as often as the grant will be, or
-		// more often when the queue lease is the shorter
-		const milliseconds heartbeat =
-		    std::min(lease_heartbeat,
-		             std::chrono::duration_cast<milliseconds>(std::chrono::seconds{queue_seconds}) / 3);
+		// the key queues under the lease it will hold with, of the full TTL,
+		// kept alive every heartbeat as the grant will be (the file's comment)
+		const std::int64_t ttl_seconds = ttl_seconds_of(options.ttl);
 		for (;;) { // once per place in the queue
 			auto alive_since = Clock::now();
-			Result<std::int64_t> lease = pool_->take(queue_seconds, budget.step());
+			Result<std::int64_t> lease = pool_->take(ttl_seconds, budget.step());
 			if (*lease == 0)
-				lease = api_->lease_grant(queue_seconds, budget.step());
+				lease = api_->lease_grant(ttl_seconds, budget.step());
 			if (!lease)
 				return lease.error();
 			LockKey lock{prefix,
@@ -575,7 +536,6 @@ private:
 				return revision.error();
 			}
 			lock.revision = *revision;
-			const std::int64_t queue_lease = lock.lease;
 			bool checked = false; // the limit, once per key
 			for (;;) {            // once per wake-up
 				auto queue =
@@ -603,12 +563,8 @@ private:
 					}
 				}
 				const Api::Kv *predecessor = blocker(queue->kvs, *mine);
-				if (!predecessor) {
-					auto held = hold(std::move(lock), options, alive_since, queue_seconds, budget);
-					if (!held || held->grant)
-						return held;
-					break; // the key went before it was moved: queue again
-				}
+				if (!predecessor)
+					return hold(std::move(lock), options, alive_since);
 				auto now = Clock::now();
 				if (now >= budget.give_up)
 					return timed_out(resource, options, lock.lease, budget);
@@ -634,7 +590,7 @@ private:
 				}
 			}
 			if (Clock::now() >= budget.give_up)
-				return timed_out(resource, options, queue_lease, budget);
+				return timed_out(resource, options, lock.lease, budget);
 		}
 	}
 
