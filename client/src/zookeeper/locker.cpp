@@ -29,7 +29,9 @@
 // Semaphores: Curator's InterProcessSemaphoreV2.  A permit queues in the
 // mutex <folder>/locks (lock nodes as above); once first, it creates
 // <folder>/leases/_c_<guid>-lease-<sequence> and waits until at most `limit`
-// leases exist, then leaves the mutex: first come, first served.  V2 keeps
+// leases exist, then leaves the mutex: first come, first served.  The mutex
+// is no permit: a request whose wait is over (wait 0: at once) still waits up
+// to 500 ms for it while fewer than `limit` leases exist.  V2 keeps
 // no limit on the server; pglease writes it as the data of <folder>/leases
 // while holding the mutex, and refuses another limit while leases are held
 // (LS003, Curator's own clients are not checked).  A lock and a permit of
