@@ -29,7 +29,9 @@
 // Semaphores: Curator's InterProcessSemaphoreV2.  A permit queues in the
 // mutex <folder>/locks (lock nodes as above); once first, it creates
 // <folder>/leases/_c_<guid>-lease-<sequence> and waits until at most `limit`
-// leases exist, then leaves the mutex: first come, first served.  V2 keeps
+// leases exist, then leaves the mutex: first come, first served.  The mutex
+// is no permit: a request whose wait is over (wait 0: at once) still waits up
+// to 500 ms for it while fewer than `limit` leases exist.  V2 keeps
 // no limit on the server; pglease writes it as the data of <folder>/leases
 // while holding the mutex, and refuses another limit while leases are held
 // (LS003, Curator's own clients are not checked).  A lock and a permit of
@@ -99,6 +101,7 @@
 #include <algorithm>
 #include <optional>
 #include <condition_variable>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -486,11 +489,19 @@ private:
 	};
 	// One acquire's bounds: the wait ends at give_up, every request and the
 	// session setup at until (wait + statement_grace: one deadline for the
-	// whole call)
+	// whole call); a permit's turn at the semaphore's mutex may come until
+	// turn_until (take_permit), a lock's by give_up
 	struct Bounds {
 		Clock::time_point give_up, until;
 		milliseconds bound;
+		Clock::time_point turn_until;
 	};
+	// The semaphore's mutex is no permit: a permit request past its wait
+	// still waits this long for it (within until) while permits are free:
+	// other requests hold it for a few round trips each
+	static constexpr milliseconds mutex_grace{500};
+	// A check of whether waiting on makes sense (empty: it always does)
+	using Hopeless = std::function<Result<bool>()>;
 
 	// ensure_folder -- the resource's container node, and its persistent ancestors
 	Result<void> ensure_folder(Session &s, const std::string &folder, const Bounds &b)
@@ -680,7 +691,8 @@ private:
 	{
 		const auto start = Clock::now();
 		const auto bound = saturating_add(options.wait, options_.statement_grace);
-		return Bounds{deadline_after(start, options.wait), deadline_after(start, bound), bound};
+		const auto give_up = deadline_after(start, options.wait);
+		return Bounds{give_up, deadline_after(start, bound), bound, give_up};
 	}
 
 	// mismatch -- LS003: the request disagrees with the resource's grants or waiters
@@ -766,9 +778,12 @@ private:
 	// check_semaphore: a lock's first listing, taken after our nodes exist,
 	// also looks for a semaphore on the resource (take_permit looks for
 	// locks after its lease node exists: one of the two sees the other).
+	// Past give_up the wait goes on until b.turn_until while `hopeless`
+	// says false (take_permit: the semaphore's mutex).
 	Result<Clock::time_point> wait_turn(Session &s, const std::string &folder, const LockNode &mine,
 	                                    bool shared, bool check_semaphore, std::string_view resource,
-	                                    const LeaseOptions &options, const Bounds &b)
+	                                    const LeaseOptions &options, const Bounds &b,
+	                                    const Hopeless &hopeless = {})
 	{
 		for (bool first = true;; first = false) {
 			auto seen = s.generation();
@@ -797,9 +812,11 @@ private:
 			const std::string before = zookeeper::blocker(queue, mine.prefix, shared);
 			if (before.empty())
 				return checked;
-			if (Clock::now() >= b.give_up) {
+			if (auto over = wait_over(b, hopeless); !over || *over) {
 				// within the grace left; unanswered, the session's close ends it
 				(void)remove_nodes(s, paths_of(folder, mine), b.until);
+				if (!over)
+					return over.error();
 				return timed_out(resource, options);
 			}
 			// watch the nearest node in our way only; its deletion (or any
@@ -810,8 +827,20 @@ private:
 				continue;
 			if (!watched.answered || (watched.rc != ZOK && !retryable(watched.rc)))
 				return failure(watched, target_.hosts, "exists " + predecessor, b.bound);
-			(void)s.wait_event(seen, b.give_up);
+			(void)s.wait_event(seen, Clock::now() < b.give_up ? b.give_up : b.turn_until);
 		}
+	}
+
+	// wait_over -- the wait for our turn ends: past give_up, unless it may
+	// go on until turn_until and `hopeless` (asked only then) says false
+	static Result<bool> wait_over(const Bounds &b, const Hopeless &hopeless)
+	{
+		const auto now = Clock::now();
+		if (now < b.give_up)
+			return false;
+		if (now >= b.turn_until || !hopeless)
+			return true;
+		return hopeless();
 	}
 
 	// semaphore_in_use -- a lease or a queued request in folder's "leases" or
@@ -844,13 +873,14 @@ private:
 	}
 
 	// stored_limit -- the limit pglease wrote into <folder>/leases (0: none,
-	// e.g. a "leases" node Curator made), its data version, and whether
-	// leases are held; exists = false when there is no "leases" node
+	// e.g. a "leases" node Curator made), its data version, and how many
+	// lease nodes it has; exists = false when there is no "leases" node
 	struct StoredLimit {
 		bool exists = false;
 		std::uint32_t limit = 0;
 		int version = 0;
 		bool held = false;
+		std::uint32_t count = 0;
 	};
 	Result<StoredLimit> stored_limit(Session &s, const std::string &leases, const Bounds &b)
 	{
@@ -865,8 +895,24 @@ private:
 		if (!data.data.empty() && data.data.size() <= 5 &&
 		    std::all_of(data.data.begin(), data.data.end(), [](char c) { return c >= '0' && c <= '9'; }))
 			out.limit = static_cast<std::uint32_t>(std::stoul(data.data));
-		out.held = data.stat.numChildren > 0;
+		out.count = static_cast<std::uint32_t>(std::max(data.stat.numChildren, 0));
+		out.held = out.count > 0;
 		return out;
+	}
+
+	// permits_taken -- at least `limit` lease nodes exist (listed with a
+	// watch: a change wakes the wait), so no permit is free for us now:
+	// every lease node is a permit held but the mutex holder's, which is
+	// granted when within the limit (Curator's clients too create lease
+	// nodes only holding the mutex)
+	Result<bool> permits_taken(Session &s, const std::string &leases, std::uint32_t limit, const Bounds &b)
+	{
+		auto listed = s.children(leases, b.until, true);
+		if (listed.answered && listed.rc == ZNONODE)
+			return false;
+		if (!listed.answered || listed.rc != ZOK)
+			return failure(listed, target_.hosts, "get_children " + leases, b.bound);
+		return listed.names.size() >= limit;
 	}
 
 	// refuse_other_limit -- LS003 when leases are held under another limit
@@ -945,11 +991,13 @@ private:
 	// <folder>/locks; once first, check the limit, create our lease node
 	// in <folder>/leases and wait until at most `limit` leases exist (the
 	// mutex keeps later requests behind us: first come, first served); then
-	// leave the mutex.  The grant is the lease node alone.
+	// leave the mutex.  The grant is the lease node alone.  The mutex is no
+	// permit: past its wait (a wait of 0 at once) a request still waits up
+	// to mutex_grace for it, while fewer than `limit` lease nodes exist.
 	Result<Granted> take_permit(const std::string &folder, std::string_view data, std::string_view resource,
 	                            const LeaseOptions &options)
 	{
-		const Bounds b = bounds_of(options);
+		Bounds b = bounds_of(options);
 		const std::string locks = folder + "/locks", leases = folder + "/leases";
 		Owned session;
 		{
@@ -975,6 +1023,8 @@ private:
 			return stored.error();
 		if (auto ok = refuse_other_limit(*stored, options.limit, resource); !ok)
 			return ok.error();
+		if (Clock::now() >= b.give_up && stored->count >= options.limit)
+			return timed_out(resource, options); // no permit free, none to wait for
 
 		auto mutex = create_lock_node(s, locks, {"lock-"}, data, b);
 		if (!mutex)
@@ -983,7 +1033,9 @@ private:
 			if (auto owned = check_owned(s, locks, locks + "/" + mutex->names.front(), b); !owned)
 				return owned.error();
 		}
-		auto turn = wait_turn(s, locks, *mutex, false, false, resource, options, b);
+		b.turn_until = std::max(b.give_up, std::min(b.until, deadline_after(Clock::now(), mutex_grace)));
+		const Hopeless taken = [&] { return permits_taken(s, leases, options.limit, b); };
+		auto turn = wait_turn(s, locks, *mutex, false, false, resource, options, b, taken);
 		if (!turn)
 			return turn.error();
 		const auto mutex_paths = paths_of(locks, *mutex);
