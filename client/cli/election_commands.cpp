@@ -316,7 +316,8 @@ void
 say_if_epoch_changed(const pglease::LeaderView &before, const pglease::LeaderView &now)
 {
 	if (!before.epoch.empty() && before.epoch != now.epoch)
-		say("the election's epoch changed (" + before.epoch + " -> " + (now.epoch.empty() ? "none" : now.epoch) +
+		say("the election's epoch changed (" + before.epoch + " -> " +
+		    (now.epoch.empty() ? "none" : now.epoch) +
 		    "): its term counter started again, as after a restart of a server without its data; "
 		    "terms compare only within one epoch");
 }

@@ -111,10 +111,10 @@ struct ObserverOptions {
 
 /// A follower's thread: calls on_change with every view that differs from
 /// the last one it reported (the first call: the view at start), in order,
-/// never a lower term of the same epoch; on_error with every failed observe (it retries after
-/// a backoff).  Callbacks run on the observer's thread, one at a time.  The
-/// destructor stops the thread within about `poll` and joins it; call it
-/// from outside the callbacks.
+/// never a lower term of the same epoch; on_error with every failed observe
+/// (it retries after a backoff).  Callbacks run on the observer's thread, one
+/// at a time.  The destructor stops the thread within about `poll` and joins
+/// it; call it from outside the callbacks.
 class ElectionObserver {
 public:
 	/// Start observing.  The locker must outlive the observer.
