@@ -12,7 +12,10 @@
 //
 // leader --watch is Locker::observe in a loop, each call bounded so that a
 // SIGINT or SIGTERM ends it promptly; observe itself blocks on the
-// provider's push mechanism, so a change is printed as it happens.
+// provider's push mechanism, so a change is printed as it happens.  Where
+// the terms started again (a new epoch: a Redis server restarted without its
+// data) the next leader is printed all the same, and stderr says why its
+// term may be lower.
 #include "election_commands.hpp"
 
 #include <sys/wait.h>
@@ -297,6 +300,26 @@ json_string(const std::string &text)
 	return out + "\"";
 }
 
+// epoch_json -- ,"epoch":"..." where the provider names one (Redis), else nothing
+std::string
+epoch_json(const pglease::LeaderView &view)
+{
+	return view.epoch.empty() ? std::string{} : ",\"epoch\":" + json_string(view.epoch);
+}
+
+// say_if_epoch_changed -- a watch's word on stderr when the terms started
+// again (a Redis server restarted without its data): the next term may be
+// lower than the last one printed
+void
+say_if_epoch_changed(const pglease::LeaderView &before, const pglease::LeaderView &now)
+{
+	if (!before.epoch.empty() && before.epoch != now.epoch)
+		say("the election's epoch changed (" + before.epoch + " -> " +
+		    (now.epoch.empty() ? "none" : now.epoch) +
+		    "): its term counter started again, as after a restart of a server without its data; "
+		    "terms compare only within one epoch");
+}
+
 std::atomic<bool> g_stop{false};
 
 void
@@ -327,11 +350,11 @@ std::string
 leader_json(const pglease::LeaderView &view)
 {
 	if (!view.has_leader)
-		return "{\"leader\":false,\"term\":" + std::to_string(view.term) + "}";
+		return "{\"leader\":false,\"term\":" + std::to_string(view.term) + epoch_json(view) + "}";
 	return "{\"leader\":true,\"value\":" + json_string(view.value) +
 	       ",\"term\":" + std::to_string(view.term) +
 	       ",\"since\":" + (since_known(view) ? "\"" + iso8601(view.since) + "\"" : std::string{"null"}) +
-	       "}";
+	       epoch_json(view) + "}";
 }
 
 int
@@ -373,6 +396,7 @@ cmd_leader(const std::string &dsn, const Args &args, std::ostream &out)
 			continue;
 		}
 		last_error.clear();
+		say_if_epoch_changed(seen, *next);
 		seen = *next;
 		out << (json ? leader_json(seen) : leader_line(seen)) << std::endl;
 	}

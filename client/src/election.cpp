@@ -21,7 +21,7 @@ changed(const LeaderView &seen, const LeaderView &now) noexcept
 		return true;
 	if (!now.has_leader)
 		return false; // "no leader" is one state, whatever term ended
-	return seen.term != now.term || seen.value != now.value;
+	return seen.term != now.term || seen.value != now.value || seen.epoch != now.epoch;
 }
 
 namespace {
@@ -162,7 +162,8 @@ LockerBase::leader(std::string_view election) noexcept
 
 // observe -- the provider's next_leader, with the rules every provider
 // keeps: an unchanged view is a timeout, a lower term than seen is a stale
-// read and never reported, and "no leader" carries the highest term known
+// read and never reported, and "no leader" carries the highest term known;
+// terms compare only within an epoch (a view of another epoch counts anew)
 Result<LeaderView>
 LockerBase::observe(std::string_view election, const LeaderView &seen, milliseconds wait) noexcept
 {
@@ -178,8 +179,9 @@ LockerBase::observe(std::string_view election, const LeaderView &seen, milliseco
 			Result<LeaderView> view = next_leader(election, seen, deadline);
 			if (!view)
 				return view.error();
-			bool stale = view->has_leader && view->term < seen.term;
-			if (!view->has_leader)
+			const bool same_epoch = view->epoch == seen.epoch;
+			bool stale = same_epoch && view->has_leader && view->term < seen.term;
+			if (same_epoch && !view->has_leader)
 				view->term = std::max(view->term, seen.term);
 			if (!stale && changed(seen, *view))
 				return view;

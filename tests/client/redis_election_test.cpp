@@ -6,7 +6,10 @@
 // written; the value key lives and ends with the grant; a follower's
 // observe loop keeps one subscription; a grant broken by
 // hand reaches observers by the re-read; a plain lock on an election's name
-// is a leader without a value; Redlock refuses elections.  A real
+// is a leader without a value; readers or permits on an election's name are
+// "no leader", and a leader's proclaim there is lost; a server restarted
+// without its data starts a new epoch whose term 1 followers show; Redlock
+// refuses elections.  A real
 // redis-server (scripts/redis.sh requirepass=PW) on a free port
 // (support.hpp's ScriptServer); never mocked, never skipped.
 #include <chrono>
@@ -14,6 +17,8 @@
 #include <future>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -327,6 +332,151 @@ TEST_F(RedisElection, a_plain_lock_on_an_election_name_is_a_leader_without_a_val
 	EXPECT_TRUE(now->has_leader);
 	EXPECT_EQ(now->term, lock->token());
 	EXPECT_EQ(now->value, "");
+}
+
+// elsewhere -- f() on a thread of its own: a thread that holds a lease may
+// not wait for another (the no-nested rule)
+template <class F>
+auto
+elsewhere(F f)
+{
+	return std::async(std::launch::async, std::move(f)).get();
+}
+
+// readers and permits keep the lock key as a sorted set: nobody leads there
+// (issue 36, item 8: leader and observe answered WRONGTYPE as internal)
+TEST_F(RedisElection, readers_or_permits_on_an_election_name_are_no_leader)
+{
+	auto locker = as("default", admin_pw), follower = as("default", admin_pw);
+	ASSERT_TRUE(locker && follower);
+	for (const bool readers : {true, false}) {
+		SCOPED_TRACE(readers ? "readers" : "permits");
+		const std::string e = unique_resource(readers ? "readers/" : "permits/");
+		auto o = opts(10s);
+		if (readers)
+			o.mode = pglease::Mode::shared;
+		else
+			o.limit = 2;
+		auto grant = locker->acquire(e, o);
+		ASSERT_TRUE(grant) << grant.error();
+		auto now = follower->leader(e);
+		ASSERT_TRUE(now) << now.error();
+		EXPECT_FALSE(now->has_leader);
+		auto same = follower->observe(e, *now, 300ms);
+		ASSERT_FALSE(same);
+		EXPECT_EQ(same.error().code, Errc::timeout) << same.error();
+		auto c = elsewhere([&] { return locker->campaign(e, "v", opts(10s, 300ms)); });
+		ASSERT_FALSE(c);
+		// a campaign waits for readers (as a writer does); on permits, a mismatch
+		EXPECT_EQ(c.error().code, readers ? Errc::timeout : Errc::invalid_argument) << c.error();
+		auto waiting = told(*follower, e, *now);
+		std::this_thread::sleep_for(100ms);
+		ASSERT_TRUE(grant->release());
+		auto lead = elsewhere([&] { return locker->campaign(e, "after", opts(10s)); });
+		ASSERT_TRUE(lead) << lead.error();
+		auto [view, at] = waiting.get();
+		ASSERT_TRUE(view) << view.error();
+		EXPECT_TRUE(view->has_leader);
+		EXPECT_EQ(view->value, "after");
+	}
+}
+
+// a leader whose lock was broken and whose name then took readers: its
+// proclaim is lost, not internal
+TEST_F(RedisElection, a_proclaim_where_readers_took_the_name_is_lost)
+{
+	auto locker = as("default", admin_pw);
+	ASSERT_TRUE(locker);
+	const std::string e = unique_resource("proclaim-readers/");
+	auto lead = locker->campaign(e, "v", opts(10s));
+	ASSERT_TRUE(lead) << lead.error();
+	ASSERT_TRUE(server->admin({"DEL", "pglease:lock:" + e}));
+	auto o = opts(10s);
+	o.mode = pglease::Mode::shared;
+	auto reader = elsewhere([&] { return locker->acquire(e, o); });
+	ASSERT_TRUE(reader) << reader.error();
+	auto p = lead->proclaim("again");
+	ASSERT_FALSE(p);
+	EXPECT_EQ(p.error().code, Errc::lost) << p.error();
+}
+
+// A redis-server without persistence, of this test alone: it is restarted.
+TEST(RedisElectionEpoch, a_restart_without_data_starts_a_new_epoch_that_followers_show)
+{
+	ScriptServer bare("redis.sh");
+	ASSERT_TRUE(bare.start()) << "install redis-server: scripts/install-deps.sh";
+	const std::string url = "redis://127.0.0.1:" + std::to_string(bare.port());
+	auto leader = pglease::connect(url, quick_backoff()), follower = pglease::connect(url, quick_backoff());
+	ASSERT_TRUE(leader && follower);
+	const std::string e = "epoch";
+	for (int i = 0; i < 2; ++i)
+		ASSERT_TRUE((*leader)->campaign(e, "old", opts(10s))); // terms 1 and 2, resigned
+	auto lead = (*leader)->campaign(e, "old", opts(10s));
+	ASSERT_TRUE(lead) << lead.error();
+	ASSERT_EQ(lead->term(), 3);
+	auto seen = (*follower)->leader(e);
+	ASSERT_TRUE(seen && seen->has_leader);
+	EXPECT_FALSE(seen->epoch.empty()) << "a campaign names the epoch";
+	std::mutex mu;
+	std::optional<Clock::time_point> shown_new; // when the observer showed "new"
+	auto observer = pglease::ElectionObserver::start(**follower, e, [&](const LeaderView &v) {
+		std::lock_guard<std::mutex> lk(mu);
+		if (v.has_leader && v.value == "new" && !shown_new)
+			shown_new = Clock::now();
+	});
+	ASSERT_TRUE(observer) << observer.error();
+
+	ASSERT_TRUE(bare.kill());
+	ASSERT_TRUE(bare.start());
+	std::optional<pglease::Leadership> next;
+	ASSERT_TRUE(eventually(
+	    [&] {
+		    auto won = elsewhere([&] { return (*leader)->campaign(e, "new", opts(10s)); });
+		    if (won)
+			    next.emplace(std::move(*won));
+		    return next.has_value();
+	    },
+	    3s));
+	const auto elected_at = Clock::now();
+	EXPECT_EQ(next->term(), 1) << "without its data the server counts terms from 1 again";
+
+	// observe passes a term of another epoch, though lower than seen's (the
+	// follower's first calls may meet its connection broken by the restart,
+	// or the server still empty)
+	pglease::Result<LeaderView> view = *seen;
+	LeaderView last = *seen;
+	const auto give_up = Clock::now() + 5s;
+	while (Clock::now() < give_up) {
+		view = (*follower)->observe(e, last, 1s);
+		if (view && view->has_leader)
+			break;
+		if (view)
+			last = *view;
+		else if (view.error().code != Errc::unavailable && view.error().code != Errc::timeout)
+			break;
+	}
+	ASSERT_TRUE(view) << view.error();
+	EXPECT_TRUE(view->has_leader);
+	EXPECT_EQ(view->term, 1);
+	EXPECT_EQ(view->value, "new");
+	EXPECT_NE(view->epoch, seen->epoch);
+	EXPECT_FALSE(view->epoch.empty());
+	EXPECT_TRUE(eventually(
+	    [&] {
+		    std::lock_guard<std::mutex> lk(mu);
+		    return shown_new.has_value();
+	    },
+	    3s))
+	    << "the ElectionObserver did not show the new leader within 3 s of its election";
+	{
+		std::lock_guard<std::mutex> lk(mu);
+		if (shown_new)
+			std::cout << "# ElectionObserver: the new leader shown " << latency(elected_at, *shown_new)
+			          << " ms after its election\n";
+	}
+	auto again = (*follower)->leader(e);
+	ASSERT_TRUE(again) << again.error();
+	EXPECT_EQ(again->epoch, view->epoch) << "one epoch while the server keeps its data";
 }
 
 TEST(RedlockElection, redlock_offers_no_elections_and_says_why)

@@ -37,15 +37,24 @@ struct LeaderView {
 	/// when nobody leads.
 	std::string value;
 	/// The leader's term: its fencing token, strictly increasing per
-	/// election.  With no leader, the highest term this view knows of (the
-	/// one that ended; 0 when none), so a follower never goes back.
+	/// election within one epoch.  With no leader, the highest term this
+	/// view knows of in its epoch (the one that ended; 0 when none), so a
+	/// follower never goes back.
 	std::int64_t term = 0;
 	/// When the term began, by the provider's clock; the epoch where the
 	/// provider does not record it (etcd).
 	std::chrono::system_clock::time_point since{};
+	/// Which life of the election's term counter the term belongs to: terms
+	/// are ordered only within one epoch.  Redis names one when a campaign
+	/// finds its counter new (a server restarted without its data starts
+	/// counting at 1 again, in a new epoch); empty where terms never start
+	/// again (PostgreSQL, etcd, ZooKeeper, memory) and on Redis before the
+	/// first campaign.  Opaque text.
+	std::string epoch;
 };
 
-/// Whether a follower holding `seen` must be told about `now`.
+/// Whether a follower holding `seen` must be told about `now`: a leader
+/// against none or none against a leader, or another term, value or epoch.
 [[nodiscard]] bool changed(const LeaderView &seen, const LeaderView &now) noexcept;
 
 /// A won campaign.  It is a Lease in every respect (auto-renewal, the
@@ -102,10 +111,10 @@ struct ObserverOptions {
 
 /// A follower's thread: calls on_change with every view that differs from
 /// the last one it reported (the first call: the view at start), in order,
-/// never a lower term; on_error with every failed observe (it retries after
-/// a backoff).  Callbacks run on the observer's thread, one at a time.  The
-/// destructor stops the thread within about `poll` and joins it; call it
-/// from outside the callbacks.
+/// never a lower term of the same epoch; on_error with every failed observe
+/// (it retries after a backoff).  Callbacks run on the observer's thread, one
+/// at a time.  The destructor stops the thread within about `poll` and joins
+/// it; call it from outside the callbacks.
 class ElectionObserver {
 public:
 	/// Start observing.  The locker must outlive the observer.

@@ -80,7 +80,9 @@ public:
 	virtual Result<LeaderView> leader(std::string_view election) noexcept;
 	/// The first view that differs from `seen` (changed(seen, view)): a new
 	/// term, a proclaimed value, or no leader; at once when the election
-	/// already differs.  Never a term below seen.term.  Errc::timeout when
+	/// already differs.  Never a term below seen.term of seen.epoch (a term
+	/// of another epoch is reported: its counter started again; see
+	/// LeaderView::epoch).  Errc::timeout when
 	/// nothing changed within wait.  Start from a default LeaderView (or
 	/// leader()'s) and pass back each result.
 	virtual Result<LeaderView> observe(std::string_view election, const LeaderView &seen,

@@ -11,7 +11,17 @@
 // TIME when the term began.  The lock key alone says who leads: the value
 // key counts only while its term is the lock's (a value left by an ended
 // term is never shown), so a lock that expires or is broken (DEL) ends the
-// leadership and its value together.
+// leadership and its value together.  A lock key that holds a resource's
+// readers or permits (a sorted set) leads nobody: "no leader", not
+// WRONGTYPE.
+//
+// Epoch: terms strictly increase only while the node keeps its counter; a
+// node restarted without its data counts from 1 again.  The campaign script
+// keeps pglease:token:<e> NUL "epoch" beside the counter: a new one (the
+// server's TIME in us) whenever it finds the counter new or the key missing.
+// Every view carries it, and observe compares terms only within one epoch
+// (client/src/election.cpp), so a follower shows the leader of a restarted
+// node's term 1 rather than dropping it as older than the last term seen.
 //
 // Push: every campaign that grants, every proclaim and every resignation
 // PUBLISHes on pglease:election:<e>.  An observer reads the view, SUBSCRIBEs,
@@ -42,15 +52,30 @@ using std::chrono::milliseconds;
 // The longest sleep between two reads of an observer.
 constexpr milliseconds recheck{1000};
 
+// lock_string(key): the lock's "<term>:<holder>", or false when there is
+// none -- also when the key holds a resource's readers or permits (a sorted
+// set: GET's WRONGTYPE), which lead nobody; any other error is raised.
+const std::string lock_string_lua = R"lua(
+local function lock_string(key)
+	local v = redis.pcall('GET', key)
+	if type(v) == 'table' then
+		if v.err and string.find(v.err, 'WRONGTYPE', 1, true) then return false end
+		error(v)
+	end
+	return v
+end
+)lua";
+
 // KEYS: lock, value.  ARGV: grant "<term>:<holder>", "<term>:", value, channel.
-// 1: set and published; 0: the lock no longer holds that grant.  The value
-// key takes the lock's remaining PTTL, so the two still end together.
-// TIME and PUBLISH before the write: Redis checks them against the ACL only
-// when called, and a script is not rolled back.
-const Script proclaim_script{std::string{R"lua(
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+// 1: set and published; 0: the lock no longer holds that grant (readers or
+// permits hold the name now, say).  The value key takes the lock's
+// remaining PTTL, so the two still end together.  TIME and PUBLISH before
+// the write: Redis checks them against the ACL only when called, and a
+// script is not rolled back.
+const Script proclaim_script{lock_string_lua + R"lua(
+if lock_string(KEYS[1]) ~= ARGV[1] then return 0 end
 local ttl = redis.call('PTTL', KEYS[1])
-)lua"} + term_value_lua() + R"lua(
+)lua" + term_value_lua() + R"lua(
 local new = term_value(KEYS[2], ARGV[2], ARGV[3])
 redis.call('PUBLISH', ARGV[4], 'proclaimed')
 if ttl > 0 then
@@ -61,15 +86,16 @@ end
 return 1
 )lua"};
 
-// KEYS: lock, value, counter.  {lock, value, counter, PTTL of the lock},
-// '' for a missing key.
-const Script read_script{R"lua(
-local lock = redis.call('GET', KEYS[1]) or ''
+// KEYS: lock, value, counter, epoch.  {lock, value, counter, PTTL of the
+// lock, epoch}, '' for a missing key (and for a lock key holding readers or
+// permits: no leader).
+const Script read_script{lock_string_lua + R"lua(
+local lock = lock_string(KEYS[1]) or ''
 local value = redis.call('GET', KEYS[2]) or ''
 local counter = redis.call('GET', KEYS[3]) or ''
 local ttl = -2
 if lock ~= '' then ttl = redis.call('PTTL', KEYS[1]) end
-return {lock, value, counter, ttl}
+return {lock, value, counter, ttl, redis.call('GET', KEYS[4]) or ''}
 )lua"};
 
 // leading_integer -- the decimal integer s starts with, up to stop (or its
@@ -96,13 +122,14 @@ struct Read {
 Result<Read>
 view_of(const Reply &reply, const Node &node)
 {
-	if (!reply.is_array() || reply.elements.size() != 4 || !reply.elements[3].is_integer())
+	if (!reply.is_array() || reply.elements.size() != 5 || !reply.elements[3].is_integer())
 		return Error{Errc::internal, "",
 		             "redis " + to_string(node.endpoint()) + ": the election's read script answered no view"};
 	const std::string &lock = reply.elements[0].text;
 	const std::string &value = reply.elements[1].text;
 	Read read;
 	read.pttl = reply.elements[3].integer;
+	read.view.epoch = reply.elements[4].text;
 	std::size_t stop = 0;
 	if (lock.empty()) {
 		// nobody leads: the term that ended is at most the counter
@@ -134,7 +161,7 @@ Result<Read>
 read(Node &node, const Keys &keys, milliseconds timeout) noexcept
 {
 	try {
-		auto reply = node.eval(read_script, {keys.lock, keys.value, keys.counter}, {}, timeout);
+		auto reply = node.eval(read_script, {keys.lock, keys.value, keys.counter, keys.epoch}, {}, timeout);
 		if (!reply)
 			return reply.error();
 		if (reply->is_error())
@@ -178,6 +205,23 @@ local function term_value(key, p, v)
 		since = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 	end
 	return p .. since .. ':' .. v, old
+end
+)lua";
+	return lua;
+}
+
+const std::string &
+epoch_lua()
+{
+	// keep_epoch(key, counter): a new epoch at key when the term counter is
+	// new (not yet INCRed: a server restarted without its data counts from 1
+	// again) or the key is missing (an election older than epochs): the
+	// server's TIME in microseconds, as text.  Before any INCR of the script.
+	static const std::string lua = R"lua(
+local function keep_epoch(key, counter)
+	if redis.call('GET', counter) and redis.call('GET', key) then return end
+	local t = redis.call('TIME')
+	redis.call('SET', key, t[1] .. string.format('%06d', tonumber(t[2])))
 end
 )lua";
 	return lua;

@@ -25,6 +25,11 @@ namespace pglease::detail::redis {
 /// that term's since, and the key's old content.
 [[nodiscard]] const std::string &term_value_lua();
 
+/// A Lua function keep_epoch(key, counter) for the campaign's script: a new
+/// epoch (LeaderView::epoch) at key when the counter is about to start
+/// from 1 or key is missing; else nothing.
+[[nodiscard]] const std::string &epoch_lua();
+
 /// Set the election's value to `value` if the lock still holds `grant`
 /// ("<term>:<holder>"), in one script, and publish the change.  true:
 /// published; false: that grant is over.

@@ -13,6 +13,7 @@ struct Keys {
 	std::string lock;     ///< pglease:lock:<r>: the grant, "<token>:<holder>", PX ttl; or shared grants, a sorted set
 	std::string writers;  ///< pglease:lock:<r> NUL "writers": waiting writers' marks, a sorted set
 	std::string counter;  ///< pglease:token:<r>: the token (term) counter, no TTL
+	std::string epoch;    ///< pglease:token:<r> NUL "epoch": an election's epoch, the counter's life, no TTL
 	std::string released; ///< pglease:released:<r>: channel, a release wakes waiting candidates
 	std::string value;    ///< pglease:value:<r>: an election's "<term>:<since ms>:<value>", PX ttl
 	std::string election; ///< pglease:election:<r>: channel, every change of the election
@@ -23,8 +24,14 @@ keys_of(std::string_view resource)
 {
 	std::string r{resource};
 	// the writers' key: the lock's name, a NUL byte, "writers" -- no
-	// resource's lock (names hold no NUL), and within the lock's ACL pattern
-	return Keys{"pglease:lock:" + r, "pglease:lock:" + r + std::string{"\0writers", 8}, "pglease:token:" + r, "pglease:released:" + r, "pglease:value:" + r,
+	// resource's lock (names hold no NUL), and within the lock's ACL
+	// pattern; the epoch's likewise beside the counter
+	return Keys{"pglease:lock:" + r,
+	            "pglease:lock:" + r + std::string{"\0writers", 8},
+	            "pglease:token:" + r,
+	            "pglease:token:" + r + std::string{"\0epoch", 6},
+	            "pglease:released:" + r,
+	            "pglease:value:" + r,
 	            "pglease:election:" + r};
 }
 

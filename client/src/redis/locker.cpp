@@ -31,6 +31,8 @@
 //   pglease:released:<resource>  the pub/sub channel a release publishes on
 // and for an election (redis/election.cpp, docs/election.md):
 //   pglease:value:<election>     "<term>:<since ms>:<value>", PX the grant's ttl
+//   pglease:token:<election>\0epoch  the epoch of its terms, the counter's
+//                                life (a new one when the counter starts again)
 //   pglease:election:<election>  the pub/sub channel every change publishes on
 //
 // Access: with the URL's credentials every connection AUTHs first; an ACL
@@ -351,16 +353,18 @@ cover(KEYS[1], ttl)
 return token
 )lua"};
 
-// KEYS: lock, counter, value.  ARGV: holder, ttl (ms), value, election
-// channel.  acquire_script's answers; when granted, the value key set to
-// "<term>:<since>:<value>" with the same PX (the term's since kept on a
-// re-campaign), and a change published.  TIME and PUBLISH come before the
-// writes (see acquire_lua); observers read after the script either way.
-const Script campaign_script{acquire_lua + redis::term_value_lua() + R"lua(
+// KEYS: lock, counter, value, epoch.  ARGV: holder, ttl (ms), value,
+// election channel.  acquire_script's answers; when granted, the value key
+// set to "<term>:<since>:<value>" with the same PX (the term's since kept
+// on a re-campaign), a change published, and a new epoch when the counter
+// starts anew (keep_epoch).  TIME and PUBLISH come before the writes (see
+// acquire_lua); observers read after the script either way.
+const Script campaign_script{acquire_lua + redis::term_value_lua() + redis::epoch_lua() + R"lua(
 local new, old
 local token = acquire(function(t)
 	new, old = term_value(KEYS[3], string.format('%d', t) .. ':', ARGV[3])
 	if new ~= old then redis.call('PUBLISH', ARGV[4], 'elected') end
+	keep_epoch(KEYS[4], KEYS[2])
 end, nil)
 if type(token) ~= 'number' or token <= 0 then return token end
 redis.call('SET', KEYS[3], new, 'PX', ARGV[2])
@@ -775,7 +779,8 @@ private:
 			if (!answer) {
 				Error e = answer.error();
 				if (e.sqlstate == "LS003")
-					e.message = "lease \"" + std::string{resource} + "\" asked for " +
+					e.message = (value ? "election \"" + std::string{resource} + "\": a campaign asks for "
+					                   : "lease \"" + std::string{resource} + "\" asked for ") +
 					            describe_kind(kind_of(options)) + ": " + e.message;
 				return e;
 			}
@@ -817,7 +822,7 @@ private:
 	                  milliseconds budget)
 	{
 		if (value)
-			return node_->eval(campaign_script, {keys.lock, keys.counter, keys.value},
+			return node_->eval(campaign_script, {keys.lock, keys.counter, keys.value, keys.epoch},
 			                   {holder, ttl, *value, keys.election}, budget);
 		if (options.mode == Mode::exclusive && options.limit == 0)
 			return node_->eval(acquire_script, {keys.lock, keys.counter, keys.writers},
