@@ -93,7 +93,8 @@ commands()
 	     "Prints \"VALUE term T since 2026-01-31T12:00:00.000Z\" (UTC; \"since\" left out where the\n"
 	     "provider does not record it) or \"no leader\", and exits 0 either way; control characters\n"
 	     "of VALUE are printed as \\xHH.  --json: {\"leader\":true,\"value\":...,\"term\":T,\"since\":...}\n"
-	     "or {\"leader\":false,\"term\":T} (T: the last term that ended, 0 if none).  --watch prints\n"
+	     "or {\"leader\":false,\"term\":T} (T: the last term that ended where the provider or this\n"
+	     "watch knows it, else null).  --watch prints\n"
 	     "the current leader, then one line per change (a new term, a proclaimed value, \"no leader\")\n"
 	     "as it happens; a server error is said on stderr and the watch goes on.\n"},
 	    {"acquire", DsnUse::tokens, "take a lease and print its token; it lasts its TTL",

@@ -349,8 +349,12 @@ leader_line(const pglease::LeaderView &view)
 std::string
 leader_json(const pglease::LeaderView &view)
 {
+	// with no leader, the last term that ended where the provider says it,
+	// else null (none ended, or the provider keeps no record of it): a 0
+	// would claim that none ended
 	if (!view.has_leader)
-		return "{\"leader\":false,\"term\":" + std::to_string(view.term) + epoch_json(view) + "}";
+		return "{\"leader\":false,\"term\":" + (view.term > 0 ? std::to_string(view.term) : "null") +
+		       epoch_json(view) + "}";
 	return "{\"leader\":true,\"value\":" + json_string(view.value) +
 	       ",\"term\":" + std::to_string(view.term) +
 	       ",\"since\":" + (since_known(view) ? "\"" + iso8601(view.since) + "\"" : std::string{"null"}) +

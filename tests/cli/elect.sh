@@ -84,9 +84,14 @@ expect "${PROVIDER}_elect_says_elected_and_resigned" "stderr: $(cat "$WORK/a.err
 	'grep -q "elected term $term" "$WORK/a.err" && grep -q "resigned term $term" "$WORK/a.err"'
 rc=0; out="$(P leader --name "$E/a" 2>&1)" || rc=$?
 expect "${PROVIDER}_leader_after_resign_is_no_leader" "exit $rc: $out" '[ "$rc" -eq 0 ] && [ "$out" = "no leader" ]'
+# with no leader, "term" is the last term that ended where the provider
+# says it (Redis), else null: never 0 after a term ended (issue 36, item 11)
+rc=0; out="$(P leader --name "$E/a" --json 2>&1)" || rc=$?
+expect "${PROVIDER}_leader_json_after_resign_is_the_ended_term_or_null" "exit $rc: $out (term $term ended)" \
+	'[ "$rc" -eq 0 ] && python3 -c "import json,sys; v = json.loads(sys.argv[1]); assert v[\"leader\"] is False and v[\"term\"] in (None, int(sys.argv[2]))" "$out" "$term"'
 rc=0; out="$(P leader --name "$E/never" --json 2>&1)" || rc=$?
 expect "${PROVIDER}_leader_json_of_an_unused_election" "exit $rc: $out" \
-	'[ "$rc" -eq 0 ] && python3 -c "import json,sys; v = json.loads(sys.argv[1]); assert v[\"leader\"] is False and v[\"term\"] == 0" "$out"'
+	'[ "$rc" -eq 0 ] && python3 -c "import json,sys; v = json.loads(sys.argv[1]); assert v[\"leader\"] is False and v[\"term\"] is None" "$out"'
 
 # ---- a second candidate waits; the first killed, it leads after the TTL ---------
 B elect --name "$E/b" --value 'first "one"' --ttl ${TTL}s -- sh -c 'echo "$PGLEASE_TERM $$" >"$0"; exec sleep 60' \

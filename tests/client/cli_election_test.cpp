@@ -136,6 +136,8 @@ TEST(CliLeader, json_escapes_every_control_character_and_says_no_leader_with_the
 	view.has_leader = false;
 	EXPECT_EQ(pglease::cli::leader_json(view), "{\"leader\":false,\"term\":9}");
 	EXPECT_EQ(pglease::cli::leader_line(view), "no leader");
+	view.term = 0; // no term known: null, not a claim that none ended
+	EXPECT_EQ(pglease::cli::leader_json(view), "{\"leader\":false,\"term\":null}");
 }
 
 } // namespace

@@ -336,6 +336,22 @@ TEST_F(EtcdAuth, WithoutCredentialsTheMessageSaysToGiveThem)
 	               t);
 }
 
+// Elections live under election_prefix= ("pglease/election/"): a user with
+// a role on the lock prefix alone is refused a campaign, and the refusal
+// names the key and the prefix it needs (issue 36, item 11: it said "lock key")
+TEST_F(EtcdAuth, ACampaignWithoutARoleOnTheElectionPrefixSaysWhichPrefix)
+{
+	auto locker = as(locker_user);
+	ASSERT_TRUE(locker);
+	auto t = Clock::now();
+	auto o = opts(5s);
+	expect_failure(locker->campaign("auth/" + unique_resource(), "me", o), Errc::permission, "pglease/election/", t);
+	auto refused = locker->campaign("auth/" + unique_resource(), "me", o);
+	ASSERT_FALSE(refused);
+	EXPECT_NE(refused.error().message.find("election_prefix="), std::string::npos) << refused.error();
+	EXPECT_EQ(refused.error().message.find("lock key"), std::string::npos) << refused.error();
+}
+
 TEST_F(EtcdAuth, AUserWithoutRightsOnThePrefixCannotEndTheHoldersLease)
 {
 	auto holder_side = as(locker_user), outsider = as("outsider:" + outsider_password);

@@ -172,8 +172,11 @@ error_of(const Reply &reply, std::string_view what)
 	default:
 		break;
 	}
-	return Error{code, code == Errc::invalid_argument ? "22023" : "",
-	             "etcd " + std::string(what) + ": " + reply.message};
+	std::string message = "etcd " + std::string(what) + ": " + reply.message;
+	if (reply.grpc_code == 7) // the role it lacks: docs/production.md "etcd"
+		message += " (the user needs a readwrite role on the key's prefix: lock_prefix= for "
+		           "locks, election_prefix= for elections)";
+	return Error{code, code == Errc::invalid_argument ? "22023" : "", message};
 }
 
 // ttl_seconds_of -- a TTL in etcd's unit, whole seconds, rounded up: a lease
@@ -270,7 +273,7 @@ public:
 		if (!r)
 			return r.error();
 		if (r->grpc_code != 0)
-			return error_of(*r, "txn (put lock key)");
+			return error_of(*r, "txn (put " + key + ")");
 		const Json responses = r->body.value("responses", Json::array());
 		if (responses.empty())
 			return Error{Errc::internal, "", "etcd txn: no responses in " + r->body.dump()};
@@ -348,7 +351,7 @@ public:
 		if (!r)
 			return r.error();
 		if (r->grpc_code != 0)
-			return error_of(*r, "txn (delete lock key)");
+			return error_of(*r, "txn (delete " + key + ")");
 		return r->body.value("succeeded", false);
 	}
 
