@@ -23,6 +23,7 @@ G 7 $(us 90) $(us 100) $(us 2100)
 D $(us 2800)
 V $(us 2801)
 O 1 $(us 2850) lost
+Q $(us 4000)
 C renew lost 0
 C token_renew false 3
 C token_release false 2
@@ -68,15 +69,19 @@ b_clean | sed 's/^G 8 /G 6 /' >"$t/b"
 check lower_token "B's token 6 is not above A's 7"
 b_clean >"$t/b"
 a_clean | sed 's/^C renew lost/C renew ok/' >"$t/a"
-check renew_after_heal "A's renew was accepted"
+check renew_after_heal "A's renew answered ok, not lost"
 a_clean | sed 's/^C token_release false/C token_release true/' >"$t/a"
-check token_release_after_heal "A's token_release was accepted"
+check token_release_after_heal "A's token_release answered true, not false lost"
 a_clean | sed 's/^C fenced lost/C fenced ok/' >"$t/a"
-check fenced_after_heal "fenced write answered ok, not lost"
+check fenced_after_heal "A's fenced answered ok, not lost"
+a_clean | sed 's/^C token_renew false/C token_renew unavailable/' >"$t/a"
+check token_renew_unanswered "A's token_renew answered unavailable, not false lost"
 a_clean | sed 's/^C token_renew false 3/C token_renew false 3900/' >"$t/a"
 check slow_call "A's token_renew took 3900 ms, bound 3800"
 a_clean | grep -v '^O' >"$t/a"
 check no_on_lost "on_lost fired 0 times"
+a_clean | sed "s/^Q .*/Q $(us 2880)/" >"$t/a"
+check calls_before_b "A's calls after the heal came before B's grant"
 # kept: healed before the deadline, A renewed and still valid at the check
 printf 'P 2000 5000 1000 2000\nG 7 %s %s %s\nD %s\nK %s\nC release ok 2\n' \
 	"$(us 90)" "$(us 100)" "$(us 2100)" "$(us 3300)" "$(us 4000)" >"$t/a"

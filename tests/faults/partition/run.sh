@@ -13,8 +13,9 @@
 #   3. heals: after_ttl, once B was granted (A's TTL is over); or
 #      before_deadline, 300 ms before A's local deadline (A may then renew
 #      in time and keep the lease: the "kept" outcome);
-#   4. 0.5 s after the heal A makes the calls of a late holder, or releases
-#      if it is still valid; B is stopped once granted;
+#   4. 0.5 s after the heal and, if A lost the lease, once B is granted, A
+#      makes the calls of a late holder, or releases if it is still valid; B
+#      is stopped once granted;
 #   5. check.sh judges the history: on_lost once and by the deadline +
 #      100 ms, A's belief over before B's grant, B's token higher, A's late
 #      calls refused, every call within its bound.
@@ -53,7 +54,7 @@ TABLE="$WORK/table"
 
 now_us() { date +%s%6N; }
 # field_max FILE TYPE COLUMN -- the largest COLUMN of FILE's TYPE lines (0: none)
-field_max() { awk -v t="$2" -v c="$3" '$1 == t && $c > m { m = $c } END { printf "%d\n", m }' "$1" 2>/dev/null || echo 0; }
+field_max() { awk -v t="$2" -v c="$3" '$1 == t && $c > m { m = $c } END { printf "%.0f\n", m }' "$1" 2>/dev/null || echo 0; }
 # wait_line FILE TYPE SECONDS -- FILE has a TYPE line within SECONDS
 wait_line() {
 	local i
@@ -111,6 +112,9 @@ run_cell() {
 	net_heal "$cut"
 	echo "heal $(now_us)" >>"$d/events"
 	sleep 0.5
+	# A lost the lease: its late calls wait for B's grant (until then the
+	# server's grant may still be A's: a cut server->A lets A's renewals in)
+	! grep -q '^V ' "$d/a.log" || wait_line "$d/b.log" G $((TTL_MS / 1000 + 10)) || true
 	touch "$d/check"
 	stop_pid "$apid" 30
 	wait_line "$d/b.log" G $((TTL_MS / 1000 + 10)) || true
