@@ -6,10 +6,9 @@
 #   PARTITIONS (the matrix's own report.sh appends it the same way)
 set -euo pipefail
 if [ "${1:-}" = --into ]; then
-	{
-		sed '/^## Partitions/,$d' "$2"
-		cat "$3"
-	} >"$2.new"
+	# $(...) drops the blank lines the old section left at the end
+	printf '%s\n\n' "$(sed '/^## Partitions/,$d' "$2")" >"$2.new"
+	cat "$3" >>"$2.new"
 	mv "$2.new" "$2"
 	exit 0
 fi
