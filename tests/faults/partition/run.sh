@@ -40,6 +40,8 @@ TTL_MS="${PARTITION_TTL_MS:-2000}"
 work_dir pg_lease_partition
 on_exit '[ -z "${PARTITION_KEEP:-}" ] || cp -r "$WORK" "$PARTITION_KEEP"'
 on_exit servers_down
+WORKER_PIDS=()
+on_exit stop_workers
 if [ "$QUICK" = 1 ]; then
 	PROVIDERS="${PARTITION_PROVIDERS:-pg redis etcd zk}" KINDS="${PARTITION_KINDS:-lease}"
 	CUTS="${PARTITION_CUTS:-blackhole}" HEALS="${PARTITION_HEALS:-after_ttl}"
@@ -86,8 +88,25 @@ heal_at() {
 	done
 }
 
+# start_worker a|b PROV KIND NAME DIR -- the worker in its namespace, its
+# pid in DIR/a.pid (ip netns exec may run it as a child of its own: the pid
+# of the background job would not be the worker's)
+start_worker() {
+	net_exec "$1" sh -c 'echo $$ >"$0"; exec "$@"' "$5/$1.pid" \
+		"$W" "$1" "$(cat "$WORK/url-$2")" "$3" "$4" "$TTL_MS" "$5" "$5/$1.log" 2>>"$5/$1.err" &
+	wait_file "$5/$1.pid" 5 || die "the worker $1 did not start"
+	WORKER_PIDS+=("$(cat "$5/$1.pid")")
+}
 # stop_pid PID SECONDS -- wait for PID to exit, SIGKILL after SECONDS
-stop_pid() { wait_gone "$1" "$2" || { kill -9 "$1" 2>/dev/null || true; }; wait "$1" 2>/dev/null || true; }
+stop_pid() { wait_gone "$1" "$2" || { kill -9 "$1" 2>/dev/null || true; }; }
+# stop_workers -- every worker still running (the exit hook; a pid that is
+# no longer a worker's is left alone)
+stop_workers() {
+	local p
+	for p in "${WORKER_PIDS[@]}"; do
+		[[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" == "$W "* ]] && kill -9 "$p" 2>/dev/null || true
+	done
+}
 
 # run_cell PROV KIND CUT HEAL -- one run, judged, one table row
 run_cell() {
@@ -95,8 +114,8 @@ run_cell() {
 	name="${prov}_${kind}_${cut}_${heal}"
 	d="$WORK/cells/$name"
 	mkdir -p "$d"
-	net_exec a "$W" a "$(cat "$WORK/url-$prov")" "$kind" "$name" "$TTL_MS" "$d" "$d/a.log" 2>>"$d/a.err" &
-	apid=$!
+	start_worker a "$prov" "$kind" "$name" "$d"
+	apid="$(cat "$d/a.pid")"
 	if ! wait_line "$d/a.log" G 10; then
 		kill -9 "$apid" 2>/dev/null || true
 		not_ok "partition_$name" "A was not granted within 10 s: $(tr '\n' ' ' <"$d/a.log" "$d/a.err")"
@@ -106,8 +125,8 @@ run_cell() {
 	sleep 0.7
 	net_cut "$cut"
 	echo "cut $(now_us) $cut" >"$d/events"
-	net_exec b "$W" b "$(cat "$WORK/url-$prov")" "$kind" "$name" "$TTL_MS" "$d" "$d/b.log" 2>>"$d/b.err" &
-	bpid=$!
+	start_worker b "$prov" "$kind" "$name" "$d"
+	bpid="$(cat "$d/b.pid")"
 	heal_at "$heal" "$d"
 	net_heal "$cut"
 	echo "heal $(now_us)" >>"$d/events"
