@@ -104,7 +104,7 @@ stop_pid() { wait_gone "$1" "$2" || { kill -9 "$1" 2>/dev/null || true; }; }
 stop_workers() {
 	local p
 	for p in "${WORKER_PIDS[@]}"; do
-		[[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" == "$W "* ]] && kill -9 "$p" 2>/dev/null || true
+		[[ "$({ tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null)" == "$W "* ]] && kill -9 "$p" 2>/dev/null || true
 	done
 }
 
@@ -118,7 +118,7 @@ run_cell() {
 	apid="$(cat "$d/a.pid")"
 	if ! wait_line "$d/a.log" G 10; then
 		kill -9 "$apid" 2>/dev/null || true
-		not_ok "partition_$name" "A was not granted within 10 s: $(tr '\n' ' ' <"$d/a.log" "$d/a.err")"
+		not_ok "partition_$name" "A was not granted within 10 s: $(cat "$d/a.log" "$d/a.err" | tr '\n' ' ')"
 		echo "| $(label "$prov") | $kind | $cut | $heal | A not granted | | | | FAILED |" >>"$TABLE"
 		return
 	fi
