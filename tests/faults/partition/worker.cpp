@@ -225,9 +225,8 @@ run_a(pglease::Locker &locker, const Setup &s)
 	long long deadline = deadline_of(l);
 	emit("G %lld %lld %lld %lld\n", static_cast<long long>(l.token()), send, recv, deadline);
 	std::atomic<int> lost{0};
-	l.on_lost([&](const pglease::Error &e) {
-		emit("O %d %lld %s\n", ++lost, real_us(), code_of(e).c_str());
-	});
+	l.on_lost(
+	    [&](const pglease::Error &e) { emit("O %d %lld %s\n", ++lost, real_us(), code_of(e).c_str()); });
 	bool seen_invalid = false;
 	while (!exists(s.dir + "/check")) {
 		if (!seen_invalid && !l.valid()) {
@@ -282,7 +281,8 @@ int
 main(int argc, char **argv)
 {
 	if (argc != 8 || (std::string{argv[1]} != "a" && std::string{argv[1]} != "b")) {
-		std::fprintf(stderr, "usage: pglease_partition_worker a|b URL lease|election NAME TTL_MS DIR OUTFILE\n");
+		std::fprintf(stderr,
+		             "usage: pglease_partition_worker a|b URL lease|election NAME TTL_MS DIR OUTFILE\n");
 		return 64;
 	}
 	out = std::fopen(argv[7], "a");
@@ -292,10 +292,12 @@ main(int argc, char **argv)
 	}
 	std::signal(SIGTERM, request_stop);
 	const bool election = std::string{argv[3]} == "election";
-	Setup s{election, std::string{election ? "part-" : "part/"} + argv[4], milliseconds{std::atoi(argv[5])}, argv[6]};
+	Setup s{election, std::string{election ? "part-" : "part/"} + argv[4], milliseconds{std::atoi(argv[5])},
+	        argv[6]};
 	const auto &co = client_options();
-	emit("P %lld %d %lld %lld\n", static_cast<long long>(s.ttl.count()), std::string{argv[1]} == "a" ? 5000 : 0,
-	     static_cast<long long>(co.statement_grace.count()), static_cast<long long>(co.connect_timeout.count()));
+	emit("P %lld %d %lld %lld\n", static_cast<long long>(s.ttl.count()),
+	     std::string{argv[1]} == "a" ? 5000 : 0, static_cast<long long>(co.statement_grace.count()),
+	     static_cast<long long>(co.connect_timeout.count()));
 	auto locker = pglease::connect(argv[2], co);
 	if (!locker) {
 		emit("F connect_%s 0\n", code_of(locker.error()).c_str());
