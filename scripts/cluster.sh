@@ -13,6 +13,11 @@
 #
 # initdb and postgres refuse to run as root, so as root the cluster runs as
 # the unprivileged "postgres" user (created by Debian's postgresql package).
+#
+# PGLEASE_LISTEN_HOST=ADDR at the first start (initdb): listen on TCP ADDR,
+# port PGLEASE_TEST_PORT, too, and trust the clients of
+# PGLEASE_LISTEN_CLIENTS (a CIDR, default ADDR/32) in pg_hba.conf (a cluster in
+# a network namespace of its own, tests/faults/partition/).
 set -euo pipefail
 
 PG_BINDIR="$(pg_config --bindir)"
@@ -50,8 +55,12 @@ start)
 		# pglease_password_user must log in with a password (SCRAM): the
 		# client's tests of postgresql://user:password@... URLs
 		as_owner sed -i '1i local all pglease_password_user scram-sha-256' "$dir/data/pg_hba.conf"
+		if [ -n "${PGLEASE_LISTEN_HOST:-}" ]; then
+			echo "host all all ${PGLEASE_LISTEN_CLIENTS:-$PGLEASE_LISTEN_HOST/32} trust" |
+				as_owner tee -a "$dir/data/pg_hba.conf" >/dev/null
+		fi
 		{
-			echo "listen_addresses = ''"
+			echo "listen_addresses = '${PGLEASE_LISTEN_HOST:-}'"
 			echo "port = $PORT"
 			echo "unix_socket_directories = '$dir/sock'"
 			echo "max_connections = 100"

@@ -43,9 +43,14 @@
 # etcd's smallest lease TTL is 1.5 election timeouts rounded up to seconds, so
 # with the defaults a 1 s lease would be granted as 2 s; these give 1 s, and a
 # lost leader is replaced within a second.  etcd runs fine as root.
+#
+# PGLEASE_LISTEN_HOST=ADDR (default 127.0.0.1): the IPv4 address of the
+# client port instead of loopback (a member in a network namespace of its
+# own, tests/faults/partition/); peers stay on loopback; restart needs it set again.
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" # die, and the pidfile plumbing
+LISTEN="${PGLEASE_LISTEN_HOST:-127.0.0.1}"
 
 command -v etcd >/dev/null 2>&1 || die "etcd not found: install etcd-server (scripts/install-deps.sh)"
 command -v curl >/dev/null 2>&1 || die "curl not found: install curl (scripts/install-deps.sh)"
@@ -104,7 +109,7 @@ start_on() {
 	cluster="$(cluster_of "$port" "$spec")" || exit 1
 	claim "$dir/etcd.pid"
 	for p in "$port" "$((port + 1))"; do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		if (exec 3<>"/dev/tcp/$LISTEN/$p") 2>/dev/null || (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "etcd.sh: port $p: address already in use (something listens on it)" >&2
 			return 2
 		fi
@@ -112,7 +117,7 @@ start_on() {
 	[ ! -d "$dir/data/member" ] || state=existing
 	from=$(($(stat -c %s "$log" 2>/dev/null || echo 0) + 1))
 	setsid etcd --name "m$port" --data-dir "$dir/data" \
-		--listen-client-urls "$scheme://127.0.0.1:$port" --advertise-client-urls "$scheme://127.0.0.1:$port" \
+		--listen-client-urls "$scheme://$LISTEN:$port" --advertise-client-urls "$scheme://$LISTEN:$port" \
 		--listen-peer-urls "http://127.0.0.1:$((port + 1))" \
 		--initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
 		--initial-cluster "$cluster" --initial-cluster-state "$state" \
@@ -130,7 +135,7 @@ start_on() {
 			tail -20 "$log" >&2
 			die "etcd on port $port exited (log: $log)"
 		fi
-		if "${health[@]}" "$scheme://127.0.0.1:$port/health" 2>/dev/null | grep -q '"health":"true"'; then
+		if "${health[@]}" "$scheme://$LISTEN:$port/health" 2>/dev/null | grep -q '"health":"true"'; then
 			return 0
 		fi
 		sleep 0.05
@@ -185,7 +190,7 @@ start)
 	echo "$port" >"$dir/port"
 	echo "$((port + 1))" >"$dir/peer-port"
 	echo "$spec" >"$dir/cluster"
-	echo "127.0.0.1:$port"
+	echo "$LISTEN:$port"
 	;;
 stop)
 	if pid="$(pid_of "$dir/etcd.pid")"; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# faults.sh [ctest args...] -- make faults: the fault, failover, pooler,
+# faults.sh [ctest args...] -- make faults: the fault, failover, partition, pooler,
 # hostile-input, privilege and safety-matrix suite (tests/faults/), the
 # registered tests of label "faults" (tests/CMakeLists.txt), in full: the
 # extension built with its Assert()s checked, and the client suite under

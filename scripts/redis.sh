@@ -35,9 +35,14 @@
 # server whose certificate a client must refuse.  The script's own check that
 # the server is up speaks TLS with the test client certificate and without
 # verifying the server (whatever certificate it was told to present).
+#
+# PGLEASE_LISTEN_HOST=ADDR (default 127.0.0.1): the IPv4 address it binds and
+# prints instead of loopback (a server in a network namespace of its own,
+# tests/faults/partition/); restart needs it set again.
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" # die, and the pidfile plumbing
+LISTEN="${PGLEASE_LISTEN_HOST:-127.0.0.1}"
 
 command -v redis-server >/dev/null 2>&1 ||
 	die "redis-server not found: install redis-server (scripts/install-deps.sh)"
@@ -67,7 +72,7 @@ cli() {
 	certs="$(sed -n 's/^tls=//p' "$dir/options" 2>/dev/null | tail -1)"
 	local -a tls=()
 	[ -z "$certs" ] || tls=(--tls --insecure --cert "$certs/client.crt" --key "$certs/client.key")
-	REDISCLI_AUTH="$pw" redis-cli --no-auth-warning "${tls[@]}" -h 127.0.0.1 -p "$port" "$@"
+	REDISCLI_AUTH="$pw" redis-cli --no-auth-warning "${tls[@]}" -h "$LISTEN" -p "$port" "$@"
 }
 
 # tls_lines CERTDIR PORT -- the redis.conf lines of a TLS-only server on PORT
@@ -89,12 +94,14 @@ tls_lines() {
 start_on() {
 	local port="$1" mode="$2" log="$dir/redis.log" from pid i
 	claim "$dir/redis.pid"
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+	if (exec 3<>"/dev/tcp/$LISTEN/$port") 2>/dev/null; then
 		echo "redis.sh: port $port: address already in use (something listens on it)" >&2
 		return 2
 	fi
 	{
-		if [ "$ipv6" = yes ]; then echo "bind 127.0.0.1 ::1"; else echo "bind 127.0.0.1"; fi
+		if [ "$ipv6" = yes ]; then echo "bind $LISTEN ::1"; else echo "bind $LISTEN"; fi
+		# protected mode refuses every client but loopback's when there is no password
+		[ "$LISTEN" = 127.0.0.1 ] || echo "protected-mode no"
 		if [ -n "$tls" ]; then tls_lines "$tls" "$port"; else echo "port $port"; fi
 		echo "dir $dir"
 		echo "pidfile $dir/redis.pid"
@@ -173,7 +180,7 @@ start)
 	fi
 	echo "$port" >"$dir/port"
 	echo "$mode" >"$dir/mode"
-	echo "127.0.0.1:$port"
+	echo "$LISTEN:$port"
 	;;
 stop)
 	if pid="$(pid_of "$dir/redis.pid")"; then

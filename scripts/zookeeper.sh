@@ -34,9 +34,14 @@
 # as asked.  The admin server is off, every four-letter word is allowed
 # (srvr, ruok), data and log live in DIR.  The Debian package's own service
 # is never used (install-deps.sh disables it).
+#
+# PGLEASE_LISTEN_HOST=ADDR (default 127.0.0.1): the IPv4 address of the
+# client port instead of loopback (a server in a network namespace of its
+# own, tests/faults/partition/); restart and break need it set again.
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" # die, and the pidfile plumbing
+LISTEN="${PGLEASE_LISTEN_HOST:-127.0.0.1}"
 
 JAVA="${JAVA:-java}"
 peer="${ZK_PEER_OFFSET:-100}"
@@ -56,7 +61,7 @@ cmd="${1:-}"; dir="${2:-}"
 # four_letter PORT WORD -- the server's answer to a four-letter word, or nothing
 four_letter() {
 	(
-		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 0
+		exec 3<>"/dev/tcp/$LISTEN/$1" || exit 0
 		printf '%s' "$2" >&3
 		timeout 2 cat <&3 || true
 	) 2>/dev/null || true
@@ -78,7 +83,7 @@ write_config() {
 		echo "maxSessionTimeout=60000"
 		echo "dataDir=$dir/data"
 		echo "clientPort=$port"
-		echo "clientPortAddress=127.0.0.1"
+		echo "clientPortAddress=$LISTEN"
 		echo "admin.enableServer=false"
 		echo "4lw.commands.whitelist=*"
 		echo "maxClientCnxns=0"
@@ -103,7 +108,7 @@ write_config() {
 start_on() {
 	local port="$1" ensemble="$2" myid="$3" log="$dir/zookeeper.log" from i
 	claim "$dir/zookeeper.pid"
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+	if (exec 3<>"/dev/tcp/$LISTEN/$port") 2>/dev/null; then
 		echo "zookeeper.sh: port $port: address already in use (something listens on it)" >&2
 		return 2
 	fi
@@ -166,7 +171,7 @@ start)
 	echo "$port" >"$dir/port"
 	echo "$ensemble" >"$dir/ensemble"
 	echo "$myid" >"$dir/myid-arg"
-	[ -n "$ensemble" ] || echo "127.0.0.1:$port"
+	[ -n "$ensemble" ] || echo "$LISTEN:$port"
 	;;
 stop | kill)
 	if pid="$(pid_of "$dir/zookeeper.pid")"; then
@@ -207,7 +212,7 @@ break)
 	# a lock's folder, and an election's (client/src/zookeeper/target.hpp)
 	deleted=0
 	for folder in "/pglease/$encoded" "/pglease/.election/$encoded"; do
-		if /usr/share/zookeeper/bin/zkCli.sh -server "127.0.0.1:$(cat "$dir/port")" deleteall "$folder" \
+		if /usr/share/zookeeper/bin/zkCli.sh -server "$LISTEN:$(cat "$dir/port")" deleteall "$folder" \
 			>"$dir/zkcli.out" 2>&1; then
 			deleted=1
 		elif ! grep -q 'Node does not exist' "$dir/zkcli.out"; then

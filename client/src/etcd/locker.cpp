@@ -74,6 +74,7 @@
 // granted with), so renew(resource, token, ttl) with ttl longer than that is
 // invalid_argument naming the granted TTL; a shorter ttl refreshes the lease
 // to its granted TTL (held at least as long as asked).
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <optional>
@@ -255,19 +256,25 @@ refused_ttl(std::int64_t token, std::int64_t granted, milliseconds ttl)
 class EtcdGrant final : public Grant {
 public:
 	EtcdGrant(std::shared_ptr<Api> api, LockKey lock, std::shared_ptr<LeasePool> pool,
-	          std::int64_t ttl_seconds) noexcept
-	    : api_(std::move(api)), lock_(std::move(lock)), pool_(std::move(pool)), ttl_seconds_(ttl_seconds)
+	          std::int64_t ttl_seconds, Clock::time_point deadline) noexcept
+	    : api_(std::move(api)), lock_(std::move(lock)), pool_(std::move(pool)), ttl_seconds_(ttl_seconds),
+	      deadline_(deadline)
 	{
 	}
 
 	// a keepalive refreshes the lease to the TTL it was granted with: ttl is
-	// the grant's own (Lease::renew), anything longer is refused
+	// the grant's own (Lease::renew), anything longer is refused.  A renewal
+	// ends by the lease's local deadline too: an answer after it comes too
+	// late (the lease is lost then), and a call cut off by the network would
+	// otherwise hold the renewal thread, and on_lost, up to statement_grace
+	// past it
 	Result<bool> renew(milliseconds ttl) noexcept override
 	{
 		try {
 			if (ttl_seconds_of(ttl) > ttl_seconds_)
 				return refused_ttl(lock_.revision, ttl_seconds_, ttl);
-			const auto deadline = api_->gateway().call_deadline();
+			const auto sent = Clock::now();
+			const auto deadline = std::min(api_->gateway().call_deadline(), deadline_);
 			auto left = api_->keepalive(lock_.lease, deadline);
 			if (!left)
 				return left.error();
@@ -277,7 +284,9 @@ public:
 			if (!there)
 				return there.error();
 			if (!*there) // the key was deleted server-side: end the lease too
-				(void)api_->revoke(lock_.lease, deadline);
+				(void)api_->revoke(lock_.lease, api_->gateway().call_deadline());
+			else
+				deadline_ = deadline_after(sent, ttl);
 			return *there;
 		} catch (...) {
 			return Error{Errc::internal, "", "out of memory"};
@@ -320,6 +329,7 @@ private:
 	LockKey lock_;
 	std::shared_ptr<LeasePool> pool_;
 	const std::int64_t ttl_seconds_;
+	Clock::time_point deadline_; // the lease's local deadline (renew runs on one thread at a time)
 };
 
 class EtcdLocker final : public LockerBase {
@@ -493,7 +503,7 @@ private:
 		Granted g;
 		g.token = lock.revision;
 		g.deadline = deadline_after(alive_since, options.ttl);
-		g.grant = std::make_unique<EtcdGrant>(api_, std::move(lock), pool_, ttl_seconds_of(options.ttl));
+		g.grant = std::make_unique<EtcdGrant>(api_, std::move(lock), pool_, ttl_seconds_of(options.ttl), g.deadline);
 		return g;
 	}
 
