@@ -50,7 +50,7 @@ flat() { tr '\n' '|' <"$1" 2>/dev/null; }
 
 # ---- 8. readers or permits on the name: no leader, and the watch goes on --------
 R="$E/readers"
-token="$(P acquire --resource "$R" --ttl 60s --shared --holder reader 2>/dev/null)" || true
+token="$(P acquire --resource "$R" --ttl 60s --shared --holder reader --reclaim 2>/dev/null)" || true
 rc=0; out="$(P leader --name "$R" 2>&1)" || rc=$?
 expect readers_are_no_leader "exit $rc: $out" '[ "$rc" -eq 0 ] && [ "$out" = "no leader" ]'
 rc=0; out="$(P leader --name "$R" --json 2>&1)" || rc=$?
@@ -87,7 +87,7 @@ W8=$!
 wait_line "$WORK/w8b" "^next term $t8" 10 || true
 kill -TERM "$E8" 2>/dev/null || true
 wait_line "$WORK/w8b" '^no leader$' 5 || true
-token="$(P acquire --resource "$R" --ttl 60s --shared --holder reader2 2>/dev/null)" || true
+token="$(P acquire --resource "$R" --ttl 60s --shared --holder reader2 --reclaim 2>/dev/null)" || true
 sleep 1.5
 expect watch_stays_when_readers_take_the_name \
 	"$(alive "$W8" && echo running || echo exited); printed: $(flat "$WORK/w8b"); stderr: $(flat "$WORK/w8b.err")" \
@@ -104,7 +104,7 @@ expect watch_shows_the_leader_after_the_second_readers "term $t8b; printed: $(fl
 kill -TERM "$W8" 2>/dev/null || true
 
 S="$E/permits"
-P acquire --resource "$S" --ttl 60s --limit 2 --holder permit >/dev/null 2>&1 || true
+P acquire --resource "$S" --ttl 60s --limit 2 --holder permit --reclaim >/dev/null 2>&1 || true
 rc=0; out="$(P leader --name "$S" 2>&1)" || rc=$?
 expect permits_are_no_leader "exit $rc: $out" '[ "$rc" -eq 0 ] && [ "$out" = "no leader" ]'
 rc=0; P elect --name "$S" --value v --wait 1s -- true 2>"$WORK/s.err" || rc=$?

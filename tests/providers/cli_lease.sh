@@ -24,6 +24,7 @@ START="$SCRIPT start $DIR" STOP="$SCRIPT stop $DIR"
 PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
 [ -x "$PGLEASE" ] || { echo "not ok - cli_lease $NAME: no $PGLEASE (make client)"; exit 1; }
 R="cli/$NAME/$$"
+work_dir pglease-cli-lease
 
 out="$("$PGLEASE" run --dsn "$URL" --resource "$R/a" --ttl 5s -- sh -c 'echo "$PGLEASE_TOKEN $PGLEASE_RESOURCE"')"
 expect "${NAME}_run_passes_token" "output '$out'" '[ "${out#* }" = "$R/a" ] && [ "${out%% *}" -gt 0 ]'
@@ -79,9 +80,11 @@ if [ "$MODE" = run-only ]; then
 	expect "${NAME}_acquire_by_token_refused_64" "exit $rc" '[ "$rc" -eq 64 ]'
 	finish
 fi
-token="$("$PGLEASE" acquire --dsn "$URL" --resource "$R/tok" --ttl 10s --wait 10s --holder cli-lease)"
+token="$("$PGLEASE" acquire --dsn "$URL" --resource "$R/tok" --ttl 10s --wait 10s --holder cli-lease 2>"$WORK/acquire.err")"
+# the label the grant is stored under: cli-lease~RANDOM (64 random bits)
+label="$(awk '/^pglease: holder /{ print $3 }' "$WORK/acquire.err")"
 expect "${NAME}_acquire_prints_token" "printed '$token'" '[ "$token" -gt 0 ]'
-rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --holder cli-lease --ttl 10s || rc=$?
+rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --holder "$label" --ttl 10s || rc=$?
 expect "${NAME}_renew_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
 if [ "${URL#etcd://}" != "$URL" ]; then
 	# etcd_granted_ttl RESOURCE -- the granted TTL of the lease of RESOURCE's
@@ -97,13 +100,13 @@ if [ "${URL#etcd://}" != "$URL" ]; then
 		curl -s -m 5 "http://$ep/v3/lease/timetolive" -d "{\"ID\":\"$lease\"}" |
 			grep -o '"grantedTTL":"[0-9]*"' | grep -o '[0-9][0-9]*' || true
 	}
-	rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --holder cli-lease --ttl 1h 2>/dev/null || rc=$?
+	rc=0; "$PGLEASE" renew --dsn "$URL" --resource "$R/tok" --token "$token" --holder "$label" --ttl 1h 2>/dev/null || rc=$?
 	granted="$(etcd_granted_ttl "$R/tok")"
 	expect "${NAME}_renew_beyond_granted_ttl_exits_64" "exit $rc, the lease's granted TTL now '$granted' s" \
 		'[ "$rc" -eq 64 ] && [ "$granted" = 10 ]'
 fi
-rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" --holder cli-lease || rc=$?
+rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" --holder "$label" || rc=$?
 expect "${NAME}_release_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
-rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" --holder cli-lease 2>/dev/null || rc=$?
+rc=0; "$PGLEASE" release --dsn "$URL" --resource "$R/tok" --token "$token" --holder "$label" 2>/dev/null || rc=$?
 expect "${NAME}_release_again_exits_76" "exit $rc" '[ "$rc" -eq 76 ]'
 finish

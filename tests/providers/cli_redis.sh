@@ -51,7 +51,7 @@ wait
 "$REDIS" start "$WORK/r0" >/dev/null # on its port again
 
 # acquire / renew / release by token
-token="$("$PGLEASE" acquire --dsn "$URL" --resource cli/tok --ttl 10s --holder cli-redis)"
+token="$("$PGLEASE" acquire --dsn "$URL" --resource cli/tok --ttl 10s --holder cli-redis --reclaim)"
 expect "redis_acquire_prints_token" "printed '$token'" '[ "$token" -gt 0 ]'
 rc=0; "$PGLEASE" renew --dsn "$URL" --resource cli/tok --token "$token" --holder cli-redis --ttl 10s || rc=$?
 expect "redis_renew_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
@@ -120,7 +120,7 @@ wait "$holder"
 TLS_NODE="$("$REDIS" start "$WORK/rtls" tls="$WORK/certs" requirepass=s3cr3tPW)"
 client="cert=$WORK/certs/client.crt&key=$WORK/certs/client.key"
 TLS_URL="rediss://:s3cr3tPW@$TLS_NODE?cacert=$WORK/certs/ca.crt&$client"
-token="$("$PGLEASE" acquire --dsn "$TLS_URL" --resource cli/tls --ttl 10s --holder tls-holder)"
+token="$("$PGLEASE" acquire --dsn "$TLS_URL" --resource cli/tls --ttl 10s --holder tls-holder --reclaim)"
 expect "rediss_acquire_prints_token" "printed '$token'" '[ "$token" -gt 0 ]'
 rc=0; "$PGLEASE" release --dsn "$TLS_URL" --resource cli/tls --token "$token" --holder tls-holder || rc=$?
 expect "rediss_release_by_token" "exit $rc" '[ "$rc" -eq 0 ]'
@@ -138,7 +138,7 @@ done
 # instead of the URL's query
 TLS_BARE="rediss://:s3cr3tPW@$TLS_NODE"
 tls_files=(--cacert "$WORK/certs/ca.crt" --cert "$WORK/certs/client.crt" --key "$WORK/certs/client.key")
-token="$("$PGLEASE" acquire --dsn "$TLS_BARE" "${tls_files[@]}" --resource cli/tls-flags --ttl 10s --holder h)"
+token="$("$PGLEASE" acquire --dsn "$TLS_BARE" "${tls_files[@]}" --resource cli/tls-flags --ttl 10s --holder h --reclaim)"
 expect "rediss_with_tls_options_acquires" "printed '$token'" '[ "$token" -gt 0 ]'
 rc=0; "$PGLEASE" release --dsn "$TLS_BARE" "${tls_files[@]}" --resource cli/tls-flags --token "$token" \
 	--holder h || rc=$?
