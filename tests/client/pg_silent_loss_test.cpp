@@ -20,10 +20,12 @@
 //  (c) two leases of one client, the renewal of one (session-bound, on its
 //      own connection, whose backend alone is frozen) stuck: the other
 //      goes on renewing through the live server, and the stuck one is lost
+//      at its own deadline; and with both renewals stuck, each lease lost
 //      at its own deadline.
 // Before the fix, one renewal thread made each renewal in turn and
 // declared the loss only when the call returned: (a) 0.5 s late, (b) 1 s
-// late, (c) the second lease lost, unrenewed behind the stuck call.
+// late, (c) the stuck one 0.5 s late and the other lost, unrenewed behind
+// the stuck call; both stuck, 1.2 and 3.2 s late.
 #include <signal.h>
 
 #include <condition_variable>
@@ -266,5 +268,27 @@ TEST_F(PgSilentLoss, OneStuckRenewalDelaysNoOtherLease)
 	std::this_thread::sleep_for(1s);
 	EXPECT_EQ(other_lost.calls(), 0) << "the other lease was lost: " << other_lost.error();
 	EXPECT_TRUE(other->valid());
+	thaw();
+}
+
+// (c') both leases' renewals stuck on the frozen server: each lost at its own
+// deadline, the later one's loss not held up by the earlier one's renewal
+TEST_F(PgSilentLoss, TwoStuckRenewalsEachLostAtItsDeadline)
+{
+	pglease::Client client{dsn(), silent_options()};
+	auto first = client.acquire(unique_resource("silent-first/"), opts(2s));
+	ASSERT_TRUE(first) << first.error();
+	const std::string second_resource = unique_resource("silent-second/");
+	auto second = in_other_thread([&] { return client.acquire(second_resource, opts(3s)); });
+	ASSERT_TRUE(second) << second.error();
+	LossClock first_lost, second_lost;
+	first_lost.attach(*first);
+	second_lost.attach(*second);
+	freeze_server();
+	std::this_thread::sleep_for(100ms);
+	const Clock::time_point first_deadline = deadline_of(*first);
+	const Clock::time_point second_deadline = deadline_of(*second);
+	expect_lost_on_time("the first of two", first_lost, *first, first_deadline);
+	expect_lost_on_time("the second of two", second_lost, *second, second_deadline);
 	thaw();
 }
