@@ -213,9 +213,11 @@ LeaseEngine::lose_if_expired(LeaseState &st) noexcept
 		callback = st.on_lost;
 		std::string why = st.renewing ? "its renewal is still unanswered" : "no renewal succeeded";
 		if (!st.last_failure.message.empty())
-			why += std::string{st.renewing ? " (the try before: " : " (the last: "} + st.last_failure.message + ")";
+			why += std::string{st.renewing ? " (the try before: " : " (the last: "} +
+			       st.last_failure.message + ")";
 		error.sqlstate = st.last_failure.sqlstate;
-		error.message = "lease \"" + st.resource + "\" could not be renewed before its local deadline: " + why;
+		error.message =
+		    "lease \"" + st.resource + "\" could not be renewed before its local deadline: " + why;
 	}
 	report_lost(st, callback, error);
 }
@@ -281,7 +283,10 @@ LeaseEngine::renew_now(LeaseState &st) noexcept
 			}
 		}
 		lose_if_expired(st); // answered after the deadline
-		return Error{Errc::lost, "", "lease \"" + st.resource + "\" was renewed only after its local deadline"};
+		return Error{Errc::lost, "",
+		             "lease \"" + st.resource +
+		                 "\" is no longer held: its renewal was answered after its local deadline, or it "
+		                 "was released meanwhile"};
 	}
 	if (renewed) {
 		Error e{Errc::lost, "",

@@ -126,8 +126,8 @@ protected:
 
 	static Ran psql(const std::string &sql)
 	{
-		return run_command("psql -X -q -A -t -v ON_ERROR_STOP=1 -h '" + dir_ + "/sock' -p 5432 -U postgres -d postgres -c \"" +
-		                   sql + "\"");
+		return run_command("psql -X -q -A -t -v ON_ERROR_STOP=1 -h '" + dir_ +
+		                   "/sock' -p 5432 -U postgres -d postgres -c \"" + sql + "\"");
 	}
 	static std::string dsn() { return "host=" + dir_ + "/sock port=5432 user=postgres dbname=postgres"; }
 
@@ -179,8 +179,8 @@ pglease::ClientOptions
 silent_options()
 {
 	pglease::ClientOptions o;
-	o.statement_grace = 2s;  // a renewal on a frozen backend: cut off after 2.5 s
-	o.connect_timeout = 3s;  // a connect into the frozen postmaster's backlog: 3 s
+	o.statement_grace = 2s; // a renewal on a frozen backend: cut off after 2.5 s
+	o.connect_timeout = 3s; // a connect into the frozen postmaster's backlog: 3 s
 	o.max_idle_connections = 1;
 	return o;
 }
@@ -188,7 +188,8 @@ silent_options()
 // expect_lost_on_time -- on_lost ran once, within loss_slack of deadline,
 // not before it, and the lease reads lost
 void
-expect_lost_on_time(const char *what, LossClock &lost, const pglease::Lease &lease, Clock::time_point deadline)
+expect_lost_on_time(const char *what, LossClock &lost, const pglease::Lease &lease,
+                    Clock::time_point deadline)
 {
 	ASSERT_TRUE(lost.wait(20s)) << what << ": on_lost never ran";
 	const long long late = ms_between(deadline, lost.at());
@@ -250,7 +251,8 @@ TEST_F(PgSilentLoss, OneStuckRenewalDelaysNoOtherLease)
 	auto stuck = client.acquire(unique_resource("silent-stuck/"), stuck_opts);
 	ASSERT_TRUE(stuck) << stuck.error();
 	const std::string other_resource = unique_resource("silent-other/");
-	auto other = in_other_thread([&] { return client.acquire(other_resource, opts(1200ms)); }); // renewed every 400 ms
+	auto other =
+	    in_other_thread([&] { return client.acquire(other_resource, opts(1200ms)); }); // renewed every 400 ms
 	ASSERT_TRUE(other) << other.error();
 	LossClock stuck_lost, other_lost;
 	stuck_lost.attach(*stuck);
