@@ -151,16 +151,42 @@ LeaseEngine::track(const std::shared_ptr<LeaseState> &state)
 	cv_.notify_all();
 }
 
+// stop -- end the renewal thread, and wait for the renewals in flight: each
+// ends by its provider's bound, as when the one thread made them itself, and
+// none is left running while the process exits
 void
 LeaseEngine::stop() noexcept
 {
+	std::vector<Worker> workers;
 	{
 		std::lock_guard<std::mutex> lk(mu_);
 		stopping_ = true;
+		workers.swap(workers_);
 	}
 	cv_.notify_all();
 	if (renewer_.joinable() && renewer_.get_id() != std::this_thread::get_id())
 		renewer_.join();
+	for (auto &w : workers) {
+		if (w.thread.get_id() == std::this_thread::get_id())
+			w.thread.detach(); // a renewal's callback ended the locker: its thread ends next
+		else if (w.thread.joinable())
+			w.thread.join();
+	}
+}
+
+// reap_workers -- join the renewals' threads that are done (under mu_)
+void
+LeaseEngine::reap_workers() noexcept
+{
+	for (auto it = workers_.begin(); it != workers_.end();) {
+		if (!it->done->load()) {
+			++it;
+			continue;
+		}
+		if (it->thread.joinable())
+			it->thread.join();
+		it = workers_.erase(it);
+	}
 }
 
 namespace {
@@ -386,6 +412,7 @@ LeaseEngine::renew_loop() noexcept
 	while (!stopping_) {
 		auto now = Clock::now();
 		auto wake = now + std::chrono::seconds{1};
+		reap_workers();
 		std::vector<std::shared_ptr<LeaseState>> due, expired;
 		for (auto it = leases_.begin(); it != leases_.end();) {
 			std::shared_ptr<LeaseState> st = it->lock();
@@ -419,9 +446,10 @@ LeaseEngine::renew_loop() noexcept
 	}
 }
 
-// start_renewal -- one renewal of st in a thread of its own, which wakes the
-// loop when it ends (taking mu_ first, so the wake-up cannot fall between the
-// loop's look at the leases and its wait); without a thread, here
+// start_renewal -- one renewal of st in a thread of its own (kept in
+// workers_ until the loop or stop() joins it), which wakes the loop when it
+// ends, taking mu_ first so the wake-up cannot fall between the loop's look at
+// the leases and its wait; without a thread, here
 void
 LeaseEngine::start_renewal(const std::shared_ptr<LeaseState> &st) noexcept
 {
@@ -431,13 +459,23 @@ LeaseEngine::start_renewal(const std::shared_ptr<LeaseState> &st) noexcept
 		lease.renewing = false;
 	};
 	try {
-		std::thread([renew, self = shared_from_this(), st] {
+		std::lock_guard<std::mutex> lk(mu_);
+		if (stopping_) {
+			std::lock_guard<std::mutex> slk(st->mu);
+			st->renewing = false;
+			return;
+		}
+		workers_.reserve(workers_.size() + 1); // so that the push_back below cannot throw
+		auto done = std::make_shared<std::atomic<bool>>(false);
+		std::thread thread([renew, self = shared_from_this(), st, done] {
 			renew(*self, *st);
 			{
-				std::lock_guard<std::mutex> lk(self->mu_);
+				std::lock_guard<std::mutex> wlk(self->mu_);
 			}
 			self->cv_.notify_all();
-		}).detach();
+			done->store(true);
+		});
+		workers_.push_back(Worker{std::move(thread), done});
 	} catch (...) {
 		renew(*this, *st); // no thread to be had: the loop waits for this one
 	}

@@ -130,8 +130,15 @@ public:
 	static void mark_lost(LeaseState &st, const Error &error) noexcept;
 
 private:
+	// A renewal's thread; done once it no longer needs the engine's lock.
+	struct Worker {
+		std::thread thread;
+		std::shared_ptr<std::atomic<bool>> done;
+	};
+
 	void renew_loop() noexcept;
 	void start_renewal(const std::shared_ptr<LeaseState> &st) noexcept;
+	void reap_workers() noexcept;
 	static void lose_if_expired(LeaseState &st) noexcept;
 
 	std::mutex mu_;
@@ -139,6 +146,7 @@ private:
 	std::vector<std::weak_ptr<LeaseState>> leases_;
 	bool stopping_ = false;
 	std::thread renewer_;
+	std::vector<Worker> workers_; // renewals' threads not joined yet (under mu_)
 };
 
 /// A new locker as a provider's factory returns it: Errc::internal when its
