@@ -99,7 +99,9 @@ struct LeaseState {
 	Clock::time_point next_renew;
 	bool lost = false;
 	bool released = false;
-	std::string value; // an election's published value
+	bool renewing = false; // the renewal thread's call is in flight
+	Error last_failure;    // the last renewal's error, for the loss at the deadline
+	std::string value;     // an election's published value
 	std::function<void(const Error &)> on_lost;
 
 	std::mutex op_mu; // one renew or release of the grant at a time
@@ -107,7 +109,12 @@ struct LeaseState {
 };
 
 /// The renewal thread of one Locker and what a Lease does to its state.
-class LeaseEngine {
+/// The thread only schedules: each renewal runs in a thread of its own, so
+/// a call stuck on one grant (a silent server, a connect waiting out its
+/// timeout) delays no other lease, and the thread declares a lease lost at
+/// its local deadline whatever its renewal in flight is doing.  Always
+/// owned by a shared_ptr (a renewal's thread keeps its engine).
+class LeaseEngine : public std::enable_shared_from_this<LeaseEngine> {
 public:
 	LeaseEngine() = default;
 	~LeaseEngine() { stop(); }
@@ -124,13 +131,23 @@ public:
 	static void mark_lost(LeaseState &st, const Error &error) noexcept;
 
 private:
+	// A renewal's thread; done once it no longer needs the engine's lock.
+	struct Worker {
+		std::thread thread;
+		std::shared_ptr<std::atomic<bool>> done;
+	};
+
 	void renew_loop() noexcept;
+	void start_renewal(const std::shared_ptr<LeaseState> &st) noexcept;
+	void reap_workers() noexcept;
+	static void lose_if_expired(LeaseState &st) noexcept;
 
 	std::mutex mu_;
 	std::condition_variable cv_;
 	std::vector<std::weak_ptr<LeaseState>> leases_;
 	bool stopping_ = false;
 	std::thread renewer_;
+	std::vector<Worker> workers_; // renewals' threads not joined yet (under mu_)
 };
 
 /// A new locker as a provider's factory returns it: Errc::internal when its
