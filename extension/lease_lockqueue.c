@@ -9,7 +9,8 @@
  * the backend that holds it is the queue's head, the only one that tries
  * the table; the others wait for the lock, and the lock manager grants it
  * to them one at a time, in the order they asked.  A newcomer (try_acquire
- * included) that cannot take the lock at once does not try the table
+ * included) looks at the lock in share mode first; one that cannot take
+ * that at once (the lock is held or waited for) does not try the table
  * either: it waits its turn, or reports busy, so a releaser asking again
  * right after its release does not barge ahead of the waiters.
  *
