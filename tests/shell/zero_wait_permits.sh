@@ -42,4 +42,23 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		"$granted granted, $refused refused, $held held;$other" \
 		'[ "$granted" -eq 3 ] && [ "$refused" -eq 2 ] && [ "$held" -eq 3 ]'
 done
+
+# --- another newcomer's look at the queue does not refuse a try ---------------
+# Not preloaded, a newcomer looks at the resource's queue lock (the advisory
+# lock (0x4C5300, hash of the resource), lease_lockqueue.c) and gives it
+# back; a session holding it in share mode stands for another newcomer
+# caught in that instant.  Before the fix a look took it exclusive, so the
+# try found it taken and returned NULL with every permit free.  Preloaded,
+# the queue is in shared memory and the advisory lock is nobody's: granted.
+start_session look "SELECT pg_advisory_lock_shared(x'4C5300'::int, hashtext('zw/look'))" \
+	"SELECT pg_sleep(20)"
+for i in $(seq 1 500); do
+	[ "$(q -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock'
+	             AND classid = x'4C5300'::int::oid")" = 1 ] && break
+	sleep 0.01
+done
+got="$(q -c "SELECT coalesce(lease.acquire_permit('zw/look', '30 s', 3, wait => '0')::text, 'refused')")"
+expect "a_newcomers_look_at_the_queue_refuses_no_try" "the try gave '$got'" '[ "$got" != refused ]'
+q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'look'" >/dev/null
+wait_session look 5 || true
 finish
