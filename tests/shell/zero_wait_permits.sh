@@ -7,7 +7,7 @@
 # granting try holds the resource's row until its commit, and the others
 # wait for that row, a short internal lock, not for a permit.  Before the
 # fix the grace of that wait was 10 ms, and a commit that took longer made
-# the tries behind it return NULL with permits free (here 1 or 2 granted).
+# the tries behind it return NULL with permits free (here 1 granted).
 # Not preloaded, a newcomer also found the queue's lock taken by another
 # newcomer's look at it, and gave up.
 source "$(dirname "$0")/lib.sh"
