@@ -55,8 +55,13 @@ extern bool pq_check_connection(void);
 /* GUC lease.test_pause_after_clear (registered in lease_load.c) */
 int			lease_test_pause_after_clear = 0;
 
-/* The shortest lock wait of a try, whatever its wait (docs/sql.md "Waiting"). */
-#define LEASE_LOCK_GRACE_MS 10
+/*
+ * The shortest lock wait of a try, whatever its wait (docs/sql.md "Waiting").
+ * Another acquire that granted holds the resource's row until its commit,
+ * which flushes the WAL: a zero-wait try must outwait that short lock, or it
+ * is refused with permits free (10 ms was often too short on a busy disk).
+ */
+#define LEASE_LOCK_GRACE_MS 100
 
 typedef enum LeaseTry
 {

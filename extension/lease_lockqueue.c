@@ -9,7 +9,8 @@
  * the backend that holds it is the queue's head, the only one that tries
  * the table; the others wait for the lock, and the lock manager grants it
  * to them one at a time, in the order they asked.  A newcomer (try_acquire
- * included) that cannot take the lock at once does not try the table
+ * included) looks at the lock in share mode first; one that cannot take
+ * that at once (the lock is held or waited for) does not try the table
  * either: it waits its turn, or reports busy, so a releaser asking again
  * right after its release does not barge ahead of the waiters.
  *
@@ -87,19 +88,23 @@ lease_lockq_join_if_free(const char *resource)
 /*
  * lease_lockq_may_take -- may this backend try the table now?
  *
- * Yes if it is the head, or if nobody waits: the queue's lock is free.  A
- * newcomer only looks (takes the lock at once and gives it back): the lock
- * is held by waiters alone, so two newcomers trying at once (two readers,
- * say) do not keep each other out.
+ * Yes if it is the head, or if nobody waits: the queue's lock is neither
+ * held nor waited for.  A newcomer only looks, in share mode (takes it at
+ * once and gives it back): share does not conflict with share, so two
+ * newcomers looking at once (two zero-wait permits, say) do not keep each
+ * other out, while a head's or a waiter's exclusive request does.
  */
 bool
 lease_lockq_may_take(const char *resource)
 {
+	LOCKTAG		tag;
+
 	if (lockq_held)
 		return true;
-	if (!lease_lockq_join_if_free(resource))
+	lockq_tag_of(resource, &tag);
+	if (LockAcquire(&tag, ShareLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
 		return false;
-	lease_lockq_leave();
+	(void) LockRelease(&tag, ShareLock, true);
 	return true;
 }
 

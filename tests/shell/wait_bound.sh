@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # wait bounds every acquire: a grant or fence that another transaction has
 # not finished (open, or prepared with PREPARE TRANSACTION) makes an acquire
-# return NULL within its wait (at least 10 ms on a locked row: the grace),
+# return NULL within its wait (at least 100 ms on a locked row: the grace),
 # instead of blocking until that transaction ends.  Ordering is kept: an
 # expired grant is never taken over while a fencing transaction is open.
 source "$(dirname "$0")/lib.sh"
