@@ -646,13 +646,6 @@ LockerBase::acquire(std::string_view resource, const LeaseOptions &options) noex
 	});
 }
 
-// confirm_after_wait -- a grant's local deadline counts from the request's
-// start, since the server may have granted it at any instant of the wait: after
-// a wait longer than ttl - heartbeat little or nothing of it is left, and the
-// lease would start (nearly) lost though the server holds it for a whole TTL.
-// One renewal now proves the grant current on the server's clock (the same
-// token, never expired in between, or the renewal is refused) and starts a
-// full conservative deadline from its own sending.
 // holder_for -- the label a grant is stored under (LeaseOptions::reclaim):
 // the label as given only with reclaim; otherwise the label and 64 random
 // bits, "LABEL~RANDOM", so that no two acquires share one (a provider gives a
@@ -715,6 +708,13 @@ LockerBase::check_sharing(const LeaseOptions &options) const
 
 namespace {
 
+// confirm_after_wait -- a grant's local deadline counts from the request's
+// start, since the server may have granted it at any instant of the wait: after
+// a wait longer than ttl - heartbeat little or nothing of it is left, and the
+// lease would start (nearly) lost though the server holds it for a whole TTL.
+// One renewal now proves the grant current on the server's clock (the same
+// token, never expired in between, or the renewal is refused) and starts a
+// full conservative deadline from its own sending.
 Result<void>
 confirm_after_wait(std::string_view resource, milliseconds ttl, milliseconds drift, milliseconds heartbeat,
                    Granted &granted)
