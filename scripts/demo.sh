@@ -60,13 +60,15 @@ in_transaction() { # any of the worker's sessions (PGAPPNAME) is inside a transa
 }
 frozen=""
 for attempt in $(seq 1 400); do
-	holder="$(sql -c "SELECT holder FROM lease.leases WHERE resource = 'ledger'")"
+	# the grant's label is the worker's name, "~" and 64 random bits
+	label="$(sql -c "SELECT holder FROM lease.leases WHERE resource = 'ledger'")"
+	holder="${label%%~*}"
 	if [ -n "$holder" ] && working "$holder" && [ "$(sql -c "SELECT count(*) FROM ledger")" -ge 1 ]; then
 		pid="${pids[$((${holder#worker-} - 1))]}"
 		kill -STOP "$pid"
 		# still the holder, still between acquire and write, no transaction open?
 		if working "$holder" && ! in_transaction "$holder" &&
-			[ "$(sql -c "SELECT holder FROM lease.leases WHERE resource = 'ledger'")" = "$holder" ]; then
+			[ "$(sql -c "SELECT holder FROM lease.leases WHERE resource = 'ledger'")" = "$label" ]; then
 			frozen="$holder"
 			event "SIGSTOP $holder while it holds the lease (TTL 2s), before its fenced write"
 			break
