@@ -294,3 +294,69 @@ TEST_F(PgSilentLoss, TwoStuckRenewalsEachLostAtItsDeadline)
 	expect_lost_on_time("the second of two", second_lost, *second, second_deadline);
 	thaw();
 }
+
+// A fenced write whose server goes silent returns within statement_grace +
+// the answer margin, never waits forever (CI's faults.failover hung so: a
+// commit on a backend stuck behind a killed WAL sender).  Before, BEGIN, the
+// fence and COMMIT of a fenced write were the client's only statements not
+// cut off by the watchdog.
+namespace {
+
+constexpr milliseconds fenced_bound{2500 + 1500}; // silent_options' grace + margin, + slack
+
+// finished_in_time -- the call's result, or a failure (and the server thawed,
+// so the call can end) when it outlived fenced_bound
+template <class F>
+std::optional<pglease::Result<void>>
+finished_in_time(F &&call, const std::function<void()> &thaw)
+{
+	auto result = std::async(std::launch::async, std::forward<F>(call));
+	if (result.wait_for(fenced_bound) == std::future_status::timeout) {
+		thaw();
+		(void)result.get();
+		return std::nullopt;
+	}
+	return result.get();
+}
+
+} // namespace
+
+TEST_F(PgSilentLoss, AFencedWriteOnAFrozenServerReturnsUnavailable)
+{
+	pglease::Client client{dsn(), silent_options()};
+	auto lease = client.acquire(unique_resource("silent-fenced/"), opts(30s));
+	ASSERT_TRUE(lease) << lease.error();
+	freeze_server();
+	auto wrote = finished_in_time(
+	    [&] { return client.fenced(*lease, [](pqxx::work &tx) { tx.exec("SELECT 1"); }); },
+	    [this] { thaw(); });
+	ASSERT_TRUE(wrote) << "the fenced write still waited after " << fenced_bound.count()
+	                   << " ms on a frozen server (BEGIN or the fence unbounded)";
+	ASSERT_FALSE(*wrote);
+	EXPECT_EQ(wrote->error().code, Errc::unavailable) << wrote->error();
+}
+
+TEST_F(PgSilentLoss, AFencedWriteWhoseCommitIsNeverAnsweredIsInDoubt)
+{
+	pglease::Client client{dsn(), silent_options()};
+	auto lease = client.acquire(unique_resource("silent-commit/"), opts(30s));
+	ASSERT_TRUE(lease) << lease.error();
+	int backend = 0;
+	auto wrote = finished_in_time(
+	    [&] {
+		    return client.fenced(*lease, [&](pqxx::work &tx) {
+			    backend = tx.exec1("SELECT pg_backend_pid()")[0].as<int>();
+			    // the backend stops once it has answered: the COMMIT is never read
+			    if (::kill(backend, SIGSTOP) == 0)
+				    frozen_.push_back(backend);
+		    });
+	    },
+	    [this] { thaw(); });
+	ASSERT_GT(backend, 0);
+	ASSERT_TRUE(wrote) << "the fenced write's COMMIT still waited after " << fenced_bound.count()
+	                   << " ms on a frozen backend";
+	ASSERT_FALSE(*wrote);
+	EXPECT_EQ(wrote->error().code, Errc::unavailable) << wrote->error();
+	EXPECT_EQ(wrote->error().sqlstate, "08007") << "a COMMIT without an answer has an unknown outcome: "
+	                                            << wrote->error();
+}

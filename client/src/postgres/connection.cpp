@@ -74,21 +74,31 @@ struct ServerSilent : std::runtime_error {
 	}
 };
 
-// watched -- run exec() on tx's connection under a CallDeadline of timeout +
-// db_answer_margin; a call cut off by it throws ServerSilent
+// watched -- run exec() on conn under a CallDeadline of timeout +
+// db_answer_margin; a call cut off by it throws ServerSilent, except a
+// COMMIT cut off: its outcome is unknown, and pqxx says so (in_doubt_error)
 template <class Exec>
 auto
-watched(pqxx::transaction_base &tx, milliseconds timeout, Exec &&exec)
+watched(pqxx::connection_base &conn, milliseconds timeout, Exec &&exec)
 {
 	milliseconds limit = saturating_add(timeout, db_answer_margin);
-	CallDeadline deadline{tx.conn().sock(), limit};
+	CallDeadline deadline{conn.sock(), limit};
 	try {
 		return exec();
+	} catch (const pqxx::in_doubt_error &) {
+		throw;
 	} catch (const std::exception &) {
 		if (deadline.fired())
 			throw ServerSilent{limit};
 		throw;
 	}
+}
+
+template <class Exec>
+auto
+watched(pqxx::transaction_base &tx, milliseconds timeout, Exec &&exec)
+{
+	return watched(tx.conn(), timeout, std::forward<Exec>(exec));
 }
 
 // install_hint -- what to run when a SQLSTATE says the extension's schema
@@ -476,11 +486,18 @@ db_fenced(Db &db, std::string_view resource, std::int64_t token, milliseconds ti
           const std::function<void(pqxx::work &)> &fn) noexcept
 {
 	return guarded<void>(&db, [&]() -> Result<void> {
-		pqxx::work tx{*db.conn};
-		set_local_timeout(tx, timeout);
-		tx.exec_params("SELECT lease.fence($1, $2)", std::string{resource}, token);
-		fn(tx);
-		tx.commit();
+		// BEGIN, the fence and COMMIT are the client's own statements, each
+		// bounded as every other call (a frozen server or a backend stuck in
+		// the server cannot keep the caller forever); fn's are bounded by the
+		// statement_timeout set here
+		std::optional<pqxx::work> tx;
+		watched(*db.conn, timeout, [&] {
+			tx.emplace(*db.conn);
+			set_local_timeout(*tx, timeout);
+			tx->exec_params("SELECT lease.fence($1, $2)", std::string{resource}, token);
+		});
+		fn(*tx);
+		watched(*db.conn, timeout, [&] { tx->commit(); });
 		return {};
 	});
 }
@@ -503,13 +520,16 @@ db_with_advisory(Db &db, std::string_view resource, milliseconds wait, milliseco
                  const std::function<void(pqxx::work &)> &fn) noexcept
 {
 	return guarded<void>(&db, [&]() -> Result<void> {
-		pqxx::work tx{*db.conn};
-		set_local_timeout(tx, timeout);
-		Result<void> locked = db_advisory_lock(tx, resource, wait);
+		std::optional<pqxx::work> tx;
+		Result<void> locked = watched(*db.conn, timeout, [&] {
+			tx.emplace(*db.conn);
+			set_local_timeout(*tx, timeout);
+			return db_advisory_lock(*tx, resource, wait);
+		});
 		if (!locked)
 			return locked.error();
-		fn(tx);
-		tx.commit();
+		fn(*tx);
+		watched(*db.conn, timeout, [&] { tx->commit(); });
 		return {};
 	});
 }
