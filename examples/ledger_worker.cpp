@@ -51,7 +51,12 @@ main(int argc, char **argv)
 	int rounds = std::atoi(argv[2]);
 	options.holder = name;
 
-	pglease::Client client{""};
+	auto locker = pglease::connect(""); // libpq's environment: PGHOST, PGDATABASE, ...
+	if (!locker) {
+		std::cerr << locker.error() << "\n";
+		return 64;
+	}
+	pglease::Locker &client = **locker;
 
 	for (int i = 1; i <= rounds; i++) {
 		auto lease = client.acquire("ledger", options);
@@ -61,7 +66,7 @@ main(int argc, char **argv)
 		}
 		say(name, "acquired token " + std::to_string(lease->token()));
 		std::this_thread::sleep_for(300ms); // the work; a SIGSTOP lands here
-		auto wrote = client.fenced(*lease, [&](pqxx::work &tx) {
+		auto wrote = pglease::fenced(client, *lease, [&](pqxx::work &tx) {
 			tx.exec_params("INSERT INTO ledger (writer, token, entry) VALUES ($1, $2, $3)", name,
 			               lease->token(), name + " entry " + std::to_string(i));
 		});

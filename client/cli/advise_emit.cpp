@@ -1,7 +1,7 @@
 // advise_emit.cpp -- the code `pglease advise --emit` prints: at most 20 lines
 // that implement the advice.
 //
-// PostgreSQL as a psql script, or C++ with pglease::Client (the PostgreSQL
+// PostgreSQL as a psql script, or C++ with pglease::connect (the PostgreSQL
 // Locker, for fenced() and with_advisory()); Redis, ZooKeeper and etcd as C++
 // with pglease::connect("redis://...", "redlock://...", "zookeeper://..." or
 // "etcd://...") and the Locker/Lease API, on_lost stopping the work; an
@@ -158,13 +158,16 @@ acquire_cpp(const std::string &locker, const std::string &resource)
 [[nodiscard]] std::string
 emit_postgres_cpp(const Advice &advice, const std::string &resource)
 {
-	const std::string client = "pglease::Client client{" + cpp_literal(std::string{emit_postgres_url}) +
-	                           "};  // your database (URL or key=value)\n";
+	const std::string client = "auto locker = pglease::connect(" + cpp_literal(std::string{emit_postgres_url}) +
+	                           ");  // your database (URL or key=value)\n"
+	                           "if (!locker) {\n"
+	                           "    return 1;  // locker.error(): a malformed URL\n"
+	                           "}\n";
 	if (advice.strategy == "Advisory")
 		return "// advisory lock on " + resource + ": one transaction, released at commit or rollback\n" +
 		       client + "// waits at most the TTL, " + format_duration(advice.ttl) +
 		       " (3 x the section)\n"
-		       "auto done = client.with_advisory(" +
+		       "auto done = pglease::with_advisory(**locker, " +
 		       resource + ", " + chrono_expression(advice.ttl) +
 		       ", [&](pqxx::work& tx) {\n"
 		       "    // the section, in this transaction: tx.exec(...)\n"
@@ -178,8 +181,8 @@ emit_postgres_cpp(const Advice &advice, const std::string &resource)
 	       ", renewed every " + format_duration(advice.ttl / renewals_per_ttl) + " by the client\n" + client +
 	       lease_options_cpp(advice) +
 	       "opts.strategy = pglease::Strategy::" + (ephemeral ? "ephemeral" : "lease") + ";\n" +
-	       acquire_cpp("client.", resource) +
-	       "auto written = client.fenced(*lease, [&](pqxx::work& tx) {\n"
+	       acquire_cpp("(*locker)->", resource) +
+	       "auto written = pglease::fenced(**locker, *lease, [&](pqxx::work& tx) {\n"
 	       "    // the section's writes: tx.exec(...), committed only if the lease is still held\n"
 	       "});\n"
 	       "if (!written) {\n"

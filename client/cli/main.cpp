@@ -252,8 +252,10 @@ cmd_renew_release(const std::string &dsn, const Args &args, bool renew)
 int
 cmd_status(const std::string &dsn)
 {
-	pglease::Client client{dsn};
-	auto rows = client.status();
+	auto locker = pglease::connect(dsn);
+	if (!locker)
+		return fail(locker.error());
+	auto rows = pglease::status(**locker);
 	if (!rows)
 		return fail(rows.error());
 	// columns a space apart even where a value is wider than its column;

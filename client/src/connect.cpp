@@ -60,7 +60,7 @@ register_provider(std::string_view scheme, ProviderFactory factory) noexcept
 
 // The providers of the core library (memory/locker.cpp, postgres/locker.cpp).
 Result<std::unique_ptr<Locker>> connect_memory(std::string_view name, const ClientOptions &options) noexcept;
-/// A pglease::Client for a URL or libpq key=value string; a malformed one is
+/// The PostgreSQL locker (postgres/locker.hpp) for a URL or libpq key=value string; a malformed one is
 /// Errc::invalid_argument before any I/O (libpq's own parser).
 Result<std::unique_ptr<Locker>> connect_postgres(std::string_view dsn, const ClientOptions &options) noexcept;
 

@@ -138,7 +138,7 @@ LockerBase::campaign(std::string_view election, std::string_view value, const Le
 		    kept);
 		if (!lease)
 			return lease.error();
-		return Leadership{std::move(*lease)};
+		return LeaseAccess::lead(std::move(*lease));
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
 	}

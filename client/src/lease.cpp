@@ -516,7 +516,7 @@ LockerBase::constructed() const noexcept
 LeaseState *
 LockerBase::state_of(const Lease &lease) noexcept
 {
-	return lease.state_.get();
+	return LeaseAccess::state(lease);
 }
 
 milliseconds
@@ -675,6 +675,32 @@ LockerBase::holder_for(const LeaseOptions &options)
 	return options.holder.substr(0, keep) + "~" + random_hex();
 }
 
+// check_strategy -- a strategy this provider has, refused here once for
+// every provider, before any I/O: no acquire holds an advisory lock (that is
+// PostgreSQL's pglease::with_advisory, a transaction, no lease object), and
+// a grant that ends with the client's session only where
+// capabilities().ephemeral says so
+Result<void>
+LockerBase::check_strategy(const LeaseOptions &options) const
+{
+	if (options.strategy != Strategy::lease && options.strategy != Strategy::ephemeral &&
+	    options.strategy != Strategy::advisory)
+		return Error{Errc::invalid_argument, "22023", "strategy must be lease, ephemeral or advisory"};
+	const bool ephemeral = capabilities().ephemeral;
+	if (options.strategy == Strategy::lease && !options.session_bound)
+		return {};
+	const std::string offers = "the " + std::string{provider()} + " provider offers Strategy::lease" +
+	                           (ephemeral ? " and ephemeral" : " only (no sessions)");
+	if (options.strategy == Strategy::advisory)
+		return Error{Errc::invalid_argument, "22023",
+		             "Strategy::advisory holds no lease object (an advisory lock is PostgreSQL's "
+		             "pglease::with_advisory): " +
+		                 offers};
+	if (!ephemeral)
+		return Error{Errc::invalid_argument, "22023", offers};
+	return {};
+}
+
 // check_sharing -- a mode and a limit this provider has, together only as
 // the contract allows (docs/shared-leases.md), before any I/O
 Result<void>
@@ -759,6 +785,8 @@ LockerBase::lease_from(std::string_view resource, const LeaseOptions &options, c
 			return Error{Errc::invalid_argument, "22023", "wait must not be negative"};
 		if (auto ok = check_sharing(options); !ok)
 			return ok.error();
+		if (auto ok = check_strategy(options); !ok)
+			return ok.error();
 		auto heartbeat = options.heartbeat.count() > 0 ? options.heartbeat : options.ttl / 3;
 		if (heartbeat > options.ttl / 2 || heartbeat.count() <= 0)
 			return Error{Errc::invalid_argument, "22023", "heartbeat must be positive and at most ttl/2"};
@@ -789,7 +817,7 @@ LockerBase::lease_from(std::string_view resource, const LeaseOptions &options, c
 		if (options.auto_renew)
 			engine_->track(state);
 		t_held.push_back(state);
-		return Lease{engine_, state};
+		return LeaseAccess::make(engine_, state);
 	} catch (const std::exception &e) {
 		return Error{Errc::internal, "", e.what()};
 	} catch (...) {

@@ -8,7 +8,7 @@
 // term T", "sees no leader"), and campaigns with its NAME as the value.  The
 // leader appends a row to the table leader_log every 300 ms, each append
 // fenced with its term: lease.fence("leader-worker", term) in the write's own
-// transaction (Client::fenced), so a leader deposed while it was frozen has
+// transaction (pglease::fenced), so a leader deposed while it was frozen has
 // its late write rejected by the server (Errc::lost); it then campaigns
 // again.  After SECONDS it resigns and exits.  The table is made by whoever
 // runs the instances (scripts/demo-election.sh):
@@ -48,14 +48,14 @@ say(const std::string &name, const std::string &what)
 // lead -- append fenced entries while this term is current, until the
 // deadline; returns when deposed (the server refused a write) or done
 void
-lead(pglease::Client &client, pglease::Leadership &leadership, const std::string &name,
+lead(pglease::Locker &client, pglease::Leadership &leadership, const std::string &name,
      Clock::time_point deadline)
 {
 	const std::string term = std::to_string(leadership.term());
 	say(name, "elected term " + term);
 	for (int entry = 1; Clock::now() < deadline; entry++) {
 		// no local check first: after a freeze, the server decides
-		auto wrote = client.fenced(leadership.lease(), [&](pqxx::work &tx) {
+		auto wrote = pglease::fenced(client, leadership.lease(), [&](pqxx::work &tx) {
 			tx.exec_params0("INSERT INTO leader_log (writer, term, entry) VALUES ($1, $2, $3)", name,
 			                leadership.term(), entry);
 		});
@@ -84,11 +84,17 @@ main(int argc, char **argv)
 	}
 	const std::string name = argv[1];
 	const auto deadline = Clock::now() + std::chrono::seconds{std::atoi(argv[2])};
-	pglease::Client client{""};
+	auto locker = pglease::connect(""); // libpq's environment: PGHOST, PGDATABASE, ...
 	// The observer waits in the server (observe sleeps there until the
-	// election changes) on a client of its own, named NAME-observer, so
+	// election changes) on a locker of its own, named NAME-observer, so
 	// that pg_stat_activity tells that wait from the leader's writes.
-	pglease::Client observing{"application_name=" + name + "-observer"};
+	auto observer_locker = pglease::connect("application_name=" + name + "-observer");
+	if (!locker || !observer_locker) {
+		std::cerr << (locker ? observer_locker.error() : locker.error()) << "\n";
+		return 64;
+	}
+	pglease::Locker &client = **locker;
+	pglease::Locker &observing = **observer_locker;
 
 	auto observer = pglease::ElectionObserver::start(
 	    observing, election,

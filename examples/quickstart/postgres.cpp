@@ -2,7 +2,7 @@
 // Usage: quickstart_postgres CONNINFO   (make db prints one)
 #include <iostream>
 #include <pglease/pglease.hpp>
-#include <pglease/postgres.hpp> // Client::fenced: its callback takes a pqxx::work
+#include <pglease/postgres.hpp> // pglease::fenced: its callback takes a pqxx::work
 
 int
 main(int argc, char **argv)
@@ -12,7 +12,12 @@ main(int argc, char **argv)
 		std::cerr << "usage: " << argv[0] << " CONNINFO   (e.g. \"host=/tmp dbname=app\")\n";
 		return 64;
 	}
-	pglease::Client client{argv[1]};
+	auto locker = pglease::connect(argv[1]); // postgresql://... or key=value; redis://, etcd://, ...
+	if (!locker) {
+		std::cerr << locker.error() << "\n"; // a malformed URL: Errc::invalid_argument
+		return 64;
+	}
+	pglease::Locker &client = **locker;
 	pglease::LeaseOptions options;
 	options.ttl = 30s; // renewed in the background every 10 s while held
 	options.wait = 5s; // how long to wait while another process holds it
@@ -25,7 +30,7 @@ main(int argc, char **argv)
 	lease->on_lost([](const pglease::Error &e) { std::cerr << "lease lost: " << e << "\n"; });
 
 	// Commits only while this token is the current grant (else Errc::lost).
-	auto wrote = client.fenced(*lease, [&](pqxx::work &tx) {
+	auto wrote = pglease::fenced(client, *lease, [&](pqxx::work &tx) {
 		tx.exec0("CREATE TABLE IF NOT EXISTS reports (token bigint PRIMARY KEY, made timestamptz)");
 		tx.exec_params0("INSERT INTO reports VALUES ($1, now())", lease->token());
 	});

@@ -21,7 +21,7 @@
 //     campaign that does not wait must be refused (timeout), "held token
 //     TERM" then;
 //   - the result is the body of main in a translation unit that includes
-//     <pglease/pglease.hpp>, <pglease/postgres.hpp> (Client::fenced and
+//     <pglease/pglease.hpp>, <pglease/postgres.hpp> (pglease::fenced and
 //     with_advisory), <atomic> (the emitted lost flag) and, for the
 //     probe, <cstdio> and <thread>:  int main() { <body> return 0; }, where
 //     main first prints why pglease::connect(url) fails, if it does, so a
@@ -162,8 +162,12 @@ probe_advisory_refused(const char *url, const char *resource)
 {
 	bool refused = false;
 	std::thread other([&] {
-		pglease::Client client{url};
-		auto done = client.with_advisory(resource, std::chrono::milliseconds{100}, [](pqxx::work &) {});
+		auto client = pglease::connect(url);
+		if (!client) {
+			std::printf("probe: %s\n", client.error().message.c_str());
+			return;
+		}
+		auto done = pglease::with_advisory(**client, resource, std::chrono::milliseconds{100}, [](pqxx::work &) {});
 		refused = !done && done.error().code == pglease::Errc::timeout;
 		if (!refused)
 			std::printf("probe: %s\n", done ? "granted" : done.error().message.c_str());

@@ -661,12 +661,12 @@ TEST(AdviseRender, sql_advisory_takes_a_transaction_lock_bounded_by_the_ttl)
 TEST(AdviseRender, cpp_lease_uses_the_client_api)
 {
 	const std::string cpp = joined(emitted_lines(emitting(job(2s, {"postgres"}), "cpp")));
-	EXPECT_TRUE(Contains(cpp, "pglease::Client client{\"postgresql://localhost/app\"};  // your database"));
+	EXPECT_TRUE(Contains(cpp, "auto locker = pglease::connect(\"postgresql://localhost/app\");  // your database"));
 	EXPECT_TRUE(Contains(cpp, "opts.ttl = std::chrono::seconds{6};"));
 	EXPECT_TRUE(Contains(cpp, "opts.strategy = pglease::Strategy::lease;"));
-	EXPECT_TRUE(Contains(cpp, "auto lease = client.acquire(\"orders\", opts);"));
+	EXPECT_TRUE(Contains(cpp, "auto lease = (*locker)->acquire(\"orders\", opts);"));
 	EXPECT_TRUE(Contains(cpp, "if (!lease) {"));
-	EXPECT_TRUE(Contains(cpp, "client.fenced(*lease, [&](pqxx::work& tx) {"));
+	EXPECT_TRUE(Contains(cpp, "pglease::fenced(**locker, *lease, [&](pqxx::work& tx) {"));
 }
 
 TEST(AdviseRender, cpp_ephemeral_and_advisory_use_their_strategies)
@@ -676,8 +676,8 @@ TEST(AdviseRender, cpp_ephemeral_and_advisory_use_their_strategies)
 	EXPECT_TRUE(Contains(ephemeral, "opts.strategy = pglease::Strategy::ephemeral;"));
 	const std::string advisory = joined(emitted_lines(emitting(job(1500ms / 10, {"postgres"}), "cpp")));
 	EXPECT_TRUE(Contains(
-	    advisory, "client.with_advisory(\"orders\", std::chrono::milliseconds{450}, [&](pqxx::work& tx) {"));
-	EXPECT_FALSE(Contains(advisory, "client.acquire"));
+	    advisory, "pglease::with_advisory(**locker, \"orders\", std::chrono::milliseconds{450}, [&](pqxx::work& tx) {"));
+	EXPECT_FALSE(Contains(advisory, "->acquire"));
 }
 
 TEST(AdviseRender, cpp_durations_use_the_unit_the_four_lines_print)
@@ -805,7 +805,7 @@ TEST(AdviseRender, emitted_code_quotes_the_resource_name)
 	EXPECT_TRUE(
 	    Contains(joined(emitted_lines(emitting(input, "sql"))), R"(lease.acquire('O''Brien "a\b"', )"));
 	EXPECT_TRUE(Contains(joined(emitted_lines(emitting(input, "cpp"))),
-	                     R"(client.acquire("O'Brien \"a\\b\"", opts))"));
+	                     R"((*locker)->acquire("O'Brien \"a\\b\"", opts))"));
 }
 
 // ------------------------------------------------------------ the command

@@ -23,6 +23,7 @@
 
 #include "pglease/pglease.hpp"
 #include "pglease/postgres.hpp"
+#include "pg_client.hpp"
 
 using namespace std::chrono_literals;
 using pglease::Errc;
@@ -230,39 +231,59 @@ TEST(Describe, PrintsTheFourLines)
 	EXPECT_EQ(pglease::describe(o), "Provider: PostgreSQL\nStrategy: Advisory\nTTL: 600ms\nSafety: none\n");
 }
 
-// Client(...) is noexcept: a failed construction must not std::terminate,
-// and every call of that client then reports it.
-TEST(ClientConstruction, FailedAllocationLeavesClientThatReportsInternal)
+// connect(...) is noexcept: running out of memory while it builds the
+// PostgreSQL locker must not std::terminate; it answers Errc::internal, or
+// (when the locker itself was made) a locker whose every call reports it.
+TEST(ClientConstruction, FailedAllocationInConnectReportsInternal)
 {
 	t_fail_allocations = true;
-	pglease::Client client{""};
+	auto connected = pglease::connect("");
 	t_fail_allocations = false;
+	if (!connected) {
+		EXPECT_EQ(connected.error().code, Errc::internal) << connected.error();
+		return;
+	}
+	pglease::Locker &client = **connected;
 	auto lease = client.acquire("cxx/construction", {});
 	ASSERT_FALSE(lease);
 	EXPECT_EQ(lease.error().code, Errc::internal);
 	EXPECT_NE(lease.error().message.find("construct"), std::string::npos) << lease.error();
-	auto renewed = client.renew("cxx/construction", 1, 1s);
-	ASSERT_FALSE(renewed);
-	EXPECT_EQ(renewed.error().code, Errc::internal);
-	auto released = client.release("cxx/construction", 1);
-	ASSERT_FALSE(released);
-	EXPECT_EQ(released.error().code, Errc::internal);
-	auto rows = client.status();
+	auto rows = pglease::status(client);
 	ASSERT_FALSE(rows);
 	EXPECT_EQ(rows.error().code, Errc::internal);
 	bool ran = false;
-	auto advised = client.with_advisory("cxx/construction", 0ms, [&](pqxx::work &) { ran = true; });
+	auto advised = pglease::with_advisory(client, "cxx/construction", 0ms, [&](pqxx::work &) { ran = true; });
 	ASSERT_FALSE(advised);
 	EXPECT_EQ(advised.error().code, Errc::internal);
 	EXPECT_FALSE(ran);
-	EXPECT_TRUE(client.default_holder().empty());
+}
+
+// The PostgreSQL functions refuse a locker of another provider, before any I/O.
+TEST(ClientConstruction, PostgresFunctionsRefuseAnotherProvidersLocker)
+{
+	auto memory = pglease::connect("memory:pg-functions");
+	ASSERT_TRUE(memory) << memory.error();
+	auto lease = (*memory)->acquire("cxx/other-provider", {});
+	ASSERT_TRUE(lease) << lease.error();
+	bool ran = false;
+	auto wrote = pglease::fenced(**memory, *lease, [&](pqxx::work &) { ran = true; });
+	ASSERT_FALSE(wrote);
+	EXPECT_EQ(wrote.error().code, Errc::invalid_argument) << wrote.error();
+	EXPECT_NE(wrote.error().message.find("PostgreSQL"), std::string::npos) << wrote.error();
+	auto advised = pglease::with_advisory(**memory, "cxx/other-provider", 0ms, [&](pqxx::work &) { ran = true; });
+	ASSERT_FALSE(advised);
+	EXPECT_EQ(advised.error().code, Errc::invalid_argument) << advised.error();
+	auto rows = pglease::status(**memory);
+	ASSERT_FALSE(rows);
+	EXPECT_EQ(rows.error().code, Errc::invalid_argument) << rows.error();
+	EXPECT_FALSE(ran);
 }
 
 // ---- grants ------------------------------------------------------------------
 
 TEST_F(ClientTest, AcquireGivesPositiveTokenAndValidLease)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto r = unique_resource();
 	auto lease = client.acquire(r, opts(10s));
 	ASSERT_TRUE(lease) << lease.error();
@@ -277,7 +298,7 @@ TEST_F(ClientTest, AcquireGivesPositiveTokenAndValidLease)
 // status shows each grant of a resource with its mode and limit (pg_lease 0.4.0)
 TEST_F(ClientTest, StatusShowsModeAndLimitPerGrant)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto rw = unique_resource();
 	auto sem = unique_resource();
 	auto shared_opts = opts(10s);
@@ -312,7 +333,7 @@ TEST_F(ClientTest, StatusShowsModeAndLimitPerGrant)
 
 TEST_F(ClientTest, ContendedAcquireTimesOutWithinItsWait)
 {
-	pglease::Client a{""}, b{""};
+	test_support::PgClient a{""}, b{""};
 	auto r = unique_resource();
 	auto held = a.acquire(r, opts(10s));
 	ASSERT_TRUE(held) << held.error();
@@ -331,7 +352,7 @@ TEST_F(ClientTest, ContendedAcquireTimesOutWithinItsWait)
 
 TEST_F(ClientTest, ReleaseThenReacquireGetsHigherToken)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto r = unique_resource();
 	std::int64_t first = 0;
 	{
@@ -348,7 +369,7 @@ TEST_F(ClientTest, ReleaseThenReacquireGetsHigherToken)
 
 TEST_F(ClientTest, DestructorReleases)
 {
-	pglease::Client a{""}, b{""};
+	test_support::PgClient a{""}, b{""};
 	auto r = unique_resource();
 	std::int64_t token = 0;
 	{
@@ -365,7 +386,7 @@ TEST_F(ClientTest, DestructorReleases)
 
 TEST_F(ClientTest, RenewExtendsTheLocalDeadline)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto o = opts(2s);
 	o.auto_renew = false;
 	auto lease = client.acquire(unique_resource(), o);
@@ -378,7 +399,7 @@ TEST_F(ClientTest, RenewExtendsTheLocalDeadline)
 
 TEST_F(ClientTest, AutoRenewKeepsLeasePastItsTtl)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	Admin admin; // connected before: its connection time is not counted in the lease's life
 	auto r = unique_resource();
 	auto lease = client.acquire(r, opts(1500ms));
@@ -396,7 +417,7 @@ TEST_F(ClientTest, AutoRenewKeepsLeasePastItsTtl)
 
 TEST_F(ClientTest, HeartbeatOverHalfTtlIsRejected)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto o = opts(3s);
 	o.heartbeat = 2s;
 	auto lease = client.acquire(unique_resource(), o);
@@ -406,7 +427,7 @@ TEST_F(ClientTest, HeartbeatOverHalfTtlIsRejected)
 
 TEST_F(ClientTest, InvalidArgumentsMapTo22023)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto lease = client.acquire("", opts(10s));
 	ASSERT_FALSE(lease);
 	EXPECT_EQ(lease.error().code, Errc::invalid_argument);
@@ -421,7 +442,7 @@ TEST_F(ClientTest, InvalidArgumentsMapTo22023)
 
 TEST_F(ClientTest, RenewAfterTakeoverIsReportedLostExactlyOnce)
 {
-	pglease::Client a{""}, b{""};
+	test_support::PgClient a{""}, b{""};
 	auto r = unique_resource();
 	auto o = opts(1s);
 	o.auto_renew = false;
@@ -447,7 +468,7 @@ TEST_F(ClientTest, RenewAfterTakeoverIsReportedLostExactlyOnce)
 
 TEST_F(ClientTest, BreakIsNoticedByAutoRenewAndCallbackRunsOnce)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto r = unique_resource();
 	auto lease = client.acquire(r, opts(1500ms));
 	ASSERT_TRUE(lease) << lease.error();
@@ -463,7 +484,7 @@ TEST_F(ClientTest, BreakIsNoticedByAutoRenewAndCallbackRunsOnce)
 
 TEST_F(ClientTest, NestedAcquireIsRefused)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto outer = client.acquire(unique_resource(), opts(10s));
 	ASSERT_TRUE(outer) << outer.error();
 	auto inner = client.acquire(unique_resource(), opts(10s, 1s));
@@ -490,7 +511,7 @@ TEST_F(ClientTest, FencedWriteCommitsWhileHeld)
 {
 	Admin admin;
 	admin.exec("CREATE TABLE IF NOT EXISTS cxx_ledger (resource text, token bigint)");
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto r = unique_resource();
 	auto lease = client.acquire(r, opts(10s));
 	ASSERT_TRUE(lease) << lease.error();
@@ -508,7 +529,7 @@ TEST_F(ClientTest, FencedWriteWithStaleTokenIsRejectedAndNotWritten)
 {
 	Admin admin;
 	admin.exec("CREATE TABLE IF NOT EXISTS cxx_ledger (resource text, token bigint)");
-	pglease::Client a{""}, b{""};
+	test_support::PgClient a{""}, b{""};
 	auto r = unique_resource();
 	auto o = opts(1s);
 	o.auto_renew = false;
@@ -535,7 +556,7 @@ TEST_F(ClientTest, ExceptionInFencedCallbackRollsBackAndIsReported)
 {
 	Admin admin;
 	admin.exec("CREATE TABLE IF NOT EXISTS cxx_ledger (resource text, token bigint)");
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto r = unique_resource();
 	auto lease = client.acquire(r, opts(10s));
 	ASSERT_TRUE(lease) << lease.error();
@@ -554,7 +575,7 @@ TEST_F(ClientTest, ExceptionInFencedCallbackRollsBackAndIsReported)
 
 TEST_F(ClientTest, AdvisoryStrategyTimesOutCleanly)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto r = unique_resource();
 	Admin admin;
 	pqxx::work holder{admin.conn()};
@@ -575,7 +596,7 @@ TEST_F(ClientTest, AdvisoryStrategyTimesOutCleanly)
 
 TEST_F(ClientTest, AcquireWithAdvisoryStrategyPointsToWithAdvisory)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto o = opts(1s);
 	o.strategy = pglease::Strategy::advisory;
 	auto lease = client.acquire(unique_resource(), o);
@@ -589,7 +610,7 @@ TEST_F(ClientTest, AcquireWhileServerDownReturnsUnavailablePromptly)
 {
 	pglease::ClientOptions co;
 	co.connect_timeout = 1s;
-	pglease::Client client{"host=/nonexistent-pglease-socket-dir port=1", co};
+	test_support::PgClient client{"host=/nonexistent-pglease-socket-dir port=1", co};
 	auto t0 = std::chrono::steady_clock::now();
 	auto lease = client.acquire(unique_resource(), opts(5s, 5s));
 	auto first = std::chrono::steady_clock::now() - t0;
@@ -606,7 +627,7 @@ TEST_F(ClientTest, AcquireWhileServerDownReturnsUnavailablePromptly)
 
 TEST_F(ClientTest, TerminatedConnectionIsReplacedAndLeaseKept)
 {
-	pglease::Client client{"application_name=cxx_terminated"};
+	test_support::PgClient client{"application_name=cxx_terminated"};
 	auto r = unique_resource();
 	auto lease = client.acquire(r, opts(1500ms));
 	ASSERT_TRUE(lease) << lease.error();
@@ -620,7 +641,7 @@ TEST_F(ClientTest, TerminatedConnectionIsReplacedAndLeaseKept)
 
 TEST_F(ClientTest, EphemeralLeaseEndsWithItsConnection)
 {
-	pglease::Client client{"application_name=cxx_ephemeral"};
+	test_support::PgClient client{"application_name=cxx_ephemeral"};
 	auto r = unique_resource();
 	auto o = opts(30s);
 	o.strategy = pglease::Strategy::ephemeral;
@@ -631,7 +652,7 @@ TEST_F(ClientTest, EphemeralLeaseEndsWithItsConnection)
 	Admin admin;
 	admin.exec(
 	    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cxx_ephemeral'");
-	pglease::Client other{""};
+	test_support::PgClient other{""};
 	auto o2 = opts(10s);
 	o2.allow_nested_try = true; // this thread still holds `lease` locally
 	bool taken = eventually([&] { return static_cast<bool>(other.try_acquire(r, o2)); }, 3s);
@@ -700,7 +721,7 @@ TEST_F(ClientTest, ReleaseRetriedAfterAStatementTimeoutFreesTheLeaseAtOnce)
 {
 	pglease::ClientOptions co;
 	co.statement_grace = 300ms;
-	pglease::Client holder{"", co}, other{""};
+	test_support::PgClient holder{"", co}, other{""};
 	auto r = unique_resource();
 	auto lease = holder.acquire(r, opts(30s));
 	ASSERT_TRUE(lease) << lease.error();
@@ -736,7 +757,7 @@ TEST_F(ClientTest, RenewalRetriedAfterAStatementTimeoutKeepsTheLease)
 {
 	pglease::ClientOptions co;
 	co.statement_grace = 300ms;
-	pglease::Client client{"", co};
+	test_support::PgClient client{"", co};
 	Admin admin;
 	auto r = unique_resource();
 	auto lease = client.acquire(r, opts(3s)); // renewed every second
@@ -759,7 +780,7 @@ TEST_F(ClientTest, RenewalRetriedAfterAStatementTimeoutKeepsTheLease)
 // connection, so renew, the token calls and release succeed.
 TEST_F(ClientTest, RenewAndReleaseOnATerminatedConnectionAreRetriedOnAFreshOne)
 {
-	pglease::Client client{"application_name=cxx_retry_fresh"};
+	test_support::PgClient client{"application_name=cxx_retry_fresh"};
 	Admin admin;
 	auto r = unique_resource();
 	auto o = opts(10s);
@@ -796,7 +817,7 @@ TEST_F(ClientTest, ReleaseFailingForGoodIsNotRetried)
 	auto r = unique_resource();
 	std::int64_t token = 0;
 	{
-		pglease::Client client{"user=pglease_api_norelease"};
+		test_support::PgClient client{"user=pglease_api_norelease"};
 		auto lease = client.acquire(r, opts(30s));
 		ASSERT_TRUE(lease) << lease.error();
 		token = lease->token();
@@ -829,7 +850,7 @@ TEST_F(ClientTest, DestructorRetriesTheReleaseNoLongerThanTheLocalDeadline)
 {
 	pglease::ClientOptions co;
 	co.statement_grace = 300ms;
-	pglease::Client client{"", co};
+	test_support::PgClient client{"", co};
 	auto r = unique_resource();
 	auto o = opts(2s);
 	o.auto_renew = false;
@@ -853,7 +874,7 @@ TEST_F(ClientTest, SessionBoundReleaseThatTimesOutEndsTheGrantWithItsSession)
 {
 	pglease::ClientOptions co;
 	co.statement_grace = 300ms;
-	pglease::Client client{"", co}, other{""};
+	test_support::PgClient client{"", co}, other{""};
 	auto r = unique_resource();
 	auto o = opts(30s);
 	o.strategy = pglease::Strategy::ephemeral;
@@ -878,7 +899,7 @@ TEST_F(ClientTest, ServerRestartWhileLeaseHeldKeepsLeaseWithinTtl)
 {
 	const char *cluster = std::getenv("PGLEASE_CLUSTER");
 	ASSERT_NE(cluster, nullptr) << "PGLEASE_CLUSTER unset: run through make test";
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto r = unique_resource();
 	auto lease = client.acquire(r, opts(20s));
 	ASSERT_TRUE(lease) << lease.error();
@@ -896,7 +917,7 @@ TEST_F(ClientTest, ServerDownPastTtlReportsLeaseLostOnce)
 	ASSERT_NE(cluster, nullptr) << "PGLEASE_CLUSTER unset: run through make test";
 	pglease::ClientOptions co;
 	co.connect_timeout = 1s;
-	pglease::Client client{"", co};
+	test_support::PgClient client{"", co};
 	auto lease = client.acquire(unique_resource(), opts(1200ms));
 	ASSERT_TRUE(lease) << lease.error();
 	std::atomic<int> calls{0};
@@ -919,7 +940,7 @@ TEST_F(ClientTest, ServerDownPastTtlReportsLeaseLostOnce)
 // with another label changes nothing (the lease is not extended, not ended)
 TEST_F(ClientTest, TokenCallsWithAHolderActOnlyOnThatHoldersGrant)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto r = unique_resource();
 	auto o = opts(3s);
 	o.holder = "alice";
@@ -1103,7 +1124,7 @@ TEST_F(ClientTest, PermissionErrorCarriesSqlstate42501)
 	std::int64_t token = admin.acquire(r, "30 s");
 	ASSERT_GT(token, 0);
 	{
-		pglease::Client other{"user=pglease_api_other"};
+		test_support::PgClient other{"user=pglease_api_other"};
 		auto renewed = other.renew(r, token, 30s);
 		ASSERT_FALSE(renewed);
 		EXPECT_EQ(renewed.error().code, Errc::permission) << renewed.error();
@@ -1116,7 +1137,7 @@ TEST_F(ClientTest, PermissionErrorCarriesSqlstate42501)
 // be reported with their SQLSTATE, so is_retryable() says to retry.
 TEST_F(ClientTest, SerializationFailureInFencedCallbackIsRetryable)
 {
-	pglease::Client client{""};
+	test_support::PgClient client{""};
 	auto lease = client.acquire(unique_resource(), opts(10s));
 	ASSERT_TRUE(lease) << lease.error();
 	auto done = client.fenced(
@@ -1131,7 +1152,7 @@ TEST_F(ClientTest, FencedStatementPastStatementGraceTimesOut)
 {
 	pglease::ClientOptions co;
 	co.statement_grace = 300ms;
-	pglease::Client client{"", co};
+	test_support::PgClient client{"", co};
 	auto lease = client.acquire(unique_resource(), opts(10s));
 	ASSERT_TRUE(lease) << lease.error();
 	auto t0 = std::chrono::steady_clock::now();
@@ -1146,7 +1167,7 @@ TEST_F(ClientTest, WithAdvisoryStatementPastWaitPlusGraceTimesOut)
 {
 	pglease::ClientOptions co;
 	co.statement_grace = 300ms;
-	pglease::Client client{"", co};
+	test_support::PgClient client{"", co};
 	auto t0 = std::chrono::steady_clock::now();
 	auto done =
 	    client.with_advisory(unique_resource(), 100ms, [](pqxx::work &tx) { tx.exec("SELECT pg_sleep(3)"); });
@@ -1159,7 +1180,7 @@ TEST_F(ClientTest, StatusBlockedPastStatementGraceTimesOut)
 {
 	pglease::ClientOptions co;
 	co.statement_grace = 300ms;
-	pglease::Client client{"", co};
+	test_support::PgClient client{"", co};
 	// another session holds lease.grants exclusively for 3 s
 	std::thread blocker([] {
 		run_shell("psql -X -q -c 'BEGIN; LOCK TABLE lease.grants IN ACCESS EXCLUSIVE MODE; "
@@ -1226,7 +1247,7 @@ TEST_F(ClientTest, OlderInstalledExtensionIsRefusedWithTheFixNewerIsAccepted)
 	};
 	ASSERT_EQ(set_version("0.0.1"), 0);
 	{
-		pglease::Client client{"dbname=" + db};
+		test_support::PgClient client{"dbname=" + db};
 		auto lease = client.acquire(unique_resource(), opts(5s));
 		ASSERT_FALSE(lease) << "a client built for " << pglease::extension_version
 		                    << " used a database with pg_lease 0.0.1";
@@ -1242,7 +1263,7 @@ TEST_F(ClientTest, OlderInstalledExtensionIsRefusedWithTheFixNewerIsAccepted)
 	}
 	ASSERT_EQ(set_version("999.0.0"), 0);
 	{
-		pglease::Client client{"dbname=" + db};
+		test_support::PgClient client{"dbname=" + db};
 		auto lease = client.acquire(unique_resource(), opts(5s));
 		EXPECT_TRUE(lease) << "a newer extension must be accepted: " << lease.error();
 	}
@@ -1256,7 +1277,7 @@ TEST_F(ClientTest, MissingExtensionIsReportedNotInstalled)
 	                    "' -c 'CREATE DATABASE " + db + "'"),
 	          0);
 	{
-		pglease::Client client{"dbname=" + db};
+		test_support::PgClient client{"dbname=" + db};
 		auto lease = client.acquire(unique_resource(), opts(5s));
 		ASSERT_FALSE(lease);
 		EXPECT_EQ(lease.error().code, Errc::not_installed) << lease.error();
@@ -1357,9 +1378,10 @@ TEST_F(PostgresUrlTest, UrlWithPasswordConnectsAndAcquires)
 	          "pglease_password_user")
 	    << "the lease must be taken as the URL's user";
 	ASSERT_TRUE(lease->release());
-	// postgres:// is the same form, as is a Client built from the URL directly
-	pglease::Client client{"postgres://" + test_url(url_password).substr(std::strlen("postgresql://"))};
-	auto again = client.acquire(r, opts(10s));
+	// postgres:// is the same form
+	auto client = pglease::connect("postgres://" + test_url(url_password).substr(std::strlen("postgresql://")));
+	ASSERT_TRUE(client) << client.error();
+	auto again = (*client)->acquire(r, opts(10s));
 	ASSERT_TRUE(again) << again.error();
 	EXPECT_GT(again->token(), lease->token());
 }
@@ -1401,16 +1423,11 @@ TEST_F(PostgresUrlTest, MalformedDsnIsInvalidArgumentAtConnectWithPasswordMasked
 		ASSERT_FALSE(locker) << "accepted: " << pglease::redact(dsn);
 		EXPECT_EQ(locker.error().code, Errc::invalid_argument) << locker.error();
 		EXPECT_EQ(locker.error().message.find(url_password), std::string::npos) << locker.error();
-		// a Client built directly refuses every call the same way, without I/O
-		pglease::Client client{dsn};
-		auto lease = client.acquire(unique_resource(), opts(10s));
-		ASSERT_FALSE(lease);
-		EXPECT_EQ(lease.error().code, Errc::invalid_argument) << lease.error();
-		EXPECT_EQ(lease.error().message.find(url_password), std::string::npos) << lease.error();
 	}
 	// libpq checks option values only when it connects: still final, not "unavailable"
-	pglease::Client client{"postgresql://pglease_password_user:" + std::string{url_password} + "@h:port/db"};
-	auto lease = client.acquire(unique_resource(), opts(10s));
+	auto client = pglease::connect("postgresql://pglease_password_user:" + std::string{url_password} + "@h:port/db");
+	ASSERT_TRUE(client) << client.error();
+	auto lease = (*client)->acquire(unique_resource(), opts(10s));
 	ASSERT_FALSE(lease);
 	EXPECT_EQ(lease.error().code, Errc::invalid_argument) << lease.error();
 	EXPECT_EQ(lease.error().message.find(url_password), std::string::npos) << lease.error();
@@ -1532,7 +1549,7 @@ TEST_F(ClientTest, FrozenServerEveryCallReturnsWithinItsBound)
 	pglease::ClientOptions co;
 	co.statement_grace = 1s;
 	co.connect_timeout = 2s;
-	pglease::Client client{"", co};
+	test_support::PgClient client{"", co};
 	auto r = unique_resource();
 	auto o = opts(30s);
 	o.auto_renew = false;
@@ -1581,7 +1598,7 @@ TEST_F(ClientTest, FrozenServerDestructorReturnsByTheLocalDeadline)
 	pglease::ClientOptions co;
 	co.statement_grace = 500ms;
 	co.connect_timeout = 1s; // libpq waits 2 s
-	pglease::Client client{"", co};
+	test_support::PgClient client{"", co};
 	auto o = opts(5s);
 	o.auto_renew = false;
 	auto lease = std::make_unique<pglease::Result<pglease::Lease>>(client.acquire(unique_resource(), o));
@@ -1605,7 +1622,7 @@ TEST_F(ClientTest, GrantTheClientGaveUpOnIsUndoneByTheServer)
 {
 	pglease::ClientOptions co;
 	co.statement_grace = 500ms;
-	pglease::Client client{"application_name=cxx_gave_up", co};
+	test_support::PgClient client{"application_name=cxx_gave_up", co};
 	{
 		auto warm = client.acquire(unique_resource(), opts(5s)); // one pooled connection
 		ASSERT_TRUE(warm) << warm.error();

@@ -477,13 +477,13 @@ TEST(Connect, NoMessageShowsTheUrlsPassword)
 	}
 }
 
-TEST(Connect, PostgresUrlsAndConninfoGiveTheClient)
+TEST(Connect, PostgresUrlsAndConninfoGiveThePostgresLocker)
 {
 	for (const char *url : {"postgresql://localhost/db", "dbname=x host=/tmp", ""}) {
 		auto r = pglease::connect(url);
 		ASSERT_TRUE(r) << url << ": " << r.error();
 		EXPECT_EQ((*r)->provider(), "PostgreSQL");
-		EXPECT_NE(dynamic_cast<pglease::Client *>(r->get()), nullptr);
+		EXPECT_TRUE((*r)->capabilities().fenced_write);
 	}
 }
 
@@ -503,3 +503,40 @@ TEST(Connect, MemorySpacesAreSharedByNameAndSeparateOtherwise)
 }
 
 } // namespace
+
+// Strategies a provider has not are refused before any I/O, with one rule for
+// every provider (LockerBase::check_strategy): no acquire or campaign holds
+// an advisory lock, and a session-bound grant only where
+// capabilities().ephemeral says so; nothing is taken.
+TEST_P(Conformance, StrategiesTheProviderHasNotAreRefusedBeforeAnyIo)
+{
+	auto r = unique_resource();
+	auto advisory = opts(10s);
+	advisory.strategy = pglease::Strategy::advisory;
+	auto ephemeral = opts(10s);
+	ephemeral.strategy = pglease::Strategy::ephemeral;
+	auto bound = opts(10s);
+	bound.session_bound = true;
+	const bool has_sessions = locker->capabilities().ephemeral;
+	auto a = locker->acquire(r, advisory);
+	ASSERT_FALSE(a) << "Strategy::advisory granted a lease";
+	EXPECT_EQ(a.error().code, Errc::invalid_argument) << a.error();
+	EXPECT_EQ(a.error().sqlstate, "22023") << a.error();
+	for (const auto *o : {&ephemeral, &bound}) {
+		auto l = locker->acquire(r, *o);
+		if (has_sessions) {
+			ASSERT_TRUE(l) << l.error();
+			ASSERT_TRUE(l->release());
+		} else {
+			ASSERT_FALSE(l) << "a session-bound grant where capabilities().ephemeral is false";
+			EXPECT_EQ(l.error().code, Errc::invalid_argument) << l.error();
+			EXPECT_EQ(l.error().sqlstate, "22023") << l.error();
+		}
+	}
+	if (locker->capabilities().election) {
+		auto c = locker->campaign(r + "-election", "v", advisory);
+		ASSERT_FALSE(c) << "Strategy::advisory won an election";
+		EXPECT_EQ(c.error().code, Errc::invalid_argument) << c.error();
+	}
+	EXPECT_FREE_FOR_ANOTHER(r);
+}

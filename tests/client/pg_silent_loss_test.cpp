@@ -34,6 +34,8 @@
 
 #include <pglease/postgres.hpp>
 
+#include "pg_client.hpp"
+
 namespace {
 
 using namespace test_support;
@@ -208,7 +210,7 @@ expect_lost_on_time(const char *what, LossClock &lost, const pglease::Lease &lea
 // (a) the renewal thread alone
 TEST_F(PgSilentLoss, LostAtTheDeadlineWhileTheRenewalHangs)
 {
-	pglease::Client client{dsn(), silent_options()};
+	test_support::PgClient client{dsn(), silent_options()};
 	auto lease = client.acquire(unique_resource("silent/"), opts(3s));
 	ASSERT_TRUE(lease) << lease.error();
 	LossClock lost;
@@ -223,7 +225,7 @@ TEST_F(PgSilentLoss, LostAtTheDeadlineWhileTheRenewalHangs)
 // (b) the one connection busy: the renewal waits for a connect
 TEST_F(PgSilentLoss, LostAtTheDeadlineWhileTheRenewalConnects)
 {
-	pglease::Client client{dsn(), silent_options()};
+	test_support::PgClient client{dsn(), silent_options()};
 	auto lease = client.acquire(unique_resource("silent/"), opts(3s));
 	ASSERT_TRUE(lease) << lease.error();
 	LossClock lost;
@@ -245,7 +247,7 @@ TEST_F(PgSilentLoss, LostAtTheDeadlineWhileTheRenewalConnects)
 // (c) one lease's renewal stuck: the other renews, the stuck one is lost on time
 TEST_F(PgSilentLoss, OneStuckRenewalDelaysNoOtherLease)
 {
-	pglease::Client client{dsn(), silent_options()};
+	test_support::PgClient client{dsn(), silent_options()};
 	auto stuck_opts = opts(3s);
 	stuck_opts.session_bound = true; // renewed on its own connection
 	auto stuck = client.acquire(unique_resource("silent-stuck/"), stuck_opts);
@@ -277,7 +279,7 @@ TEST_F(PgSilentLoss, OneStuckRenewalDelaysNoOtherLease)
 // deadline, the later one's loss not held up by the earlier one's renewal
 TEST_F(PgSilentLoss, TwoStuckRenewalsEachLostAtItsDeadline)
 {
-	pglease::Client client{dsn(), silent_options()};
+	test_support::PgClient client{dsn(), silent_options()};
 	auto first = client.acquire(unique_resource("silent-first/"), opts(2s));
 	ASSERT_TRUE(first) << first.error();
 	const std::string second_resource = unique_resource("silent-second/");
@@ -323,7 +325,7 @@ finished_in_time(F &&call, const std::function<void()> &thaw)
 
 TEST_F(PgSilentLoss, AFencedWriteOnAFrozenServerReturnsUnavailable)
 {
-	pglease::Client client{dsn(), silent_options()};
+	test_support::PgClient client{dsn(), silent_options()};
 	auto lease = client.acquire(unique_resource("silent-fenced/"), opts(30s));
 	ASSERT_TRUE(lease) << lease.error();
 	freeze_server();
@@ -338,7 +340,7 @@ TEST_F(PgSilentLoss, AFencedWriteOnAFrozenServerReturnsUnavailable)
 
 TEST_F(PgSilentLoss, AFencedWriteWhoseCommitIsNeverAnsweredIsInDoubt)
 {
-	pglease::Client client{dsn(), silent_options()};
+	test_support::PgClient client{dsn(), silent_options()};
 	auto lease = client.acquire(unique_resource("silent-commit/"), opts(30s));
 	ASSERT_TRUE(lease) << lease.error();
 	int backend = 0;

@@ -69,7 +69,7 @@
 #include <vector>
 
 #include "pglease/pglease.hpp"
-#include "pglease/postgres.hpp" // Client::fenced, for hold on PostgreSQL
+#include "pglease/postgres.hpp" // pglease::fenced, for hold on PostgreSQL
 
 namespace {
 
@@ -148,10 +148,9 @@ refuses(const char *url, const char *resource)
 void
 fenced_write(pglease::Locker &locker, const pglease::Lease &lease, const std::string &table)
 {
-	auto *pg = dynamic_cast<pglease::Client *>(&locker);
-	if (!pg)
+	if (!locker.capabilities().fenced_write)
 		return;
-	auto wrote = pg->fenced(lease, [&](pqxx::work &tx) {
+	auto wrote = pglease::fenced(locker, lease, [&](pqxx::work &tx) {
 		if (table.empty())
 			tx.exec("SELECT 1");
 		else

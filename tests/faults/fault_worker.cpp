@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -55,6 +56,18 @@ current_dsn()
 	return dsn;
 }
 
+// connected -- the PostgreSQL locker of dsn (exits 64 on a malformed one)
+std::unique_ptr<pglease::Locker>
+connected(const std::string &dsn, const pglease::ClientOptions &co)
+{
+	auto locker = pglease::connect(dsn, co);
+	if (!locker) {
+		std::fprintf(stderr, "pglease_fault_worker: %s\n", locker.error().message.c_str());
+		std::exit(64);
+	}
+	return std::move(*locker);
+}
+
 } // namespace
 
 int
@@ -80,7 +93,7 @@ main(int argc, char **argv)
 	co.connect_timeout = 2s;
 	co.backoff_max = 1s;
 	std::string dsn = current_dsn();
-	auto client = std::make_unique<pglease::Client>(dsn, co);
+	auto client = connected(dsn, co);
 	long long writes = 0;
 
 	// SIGTERM: finish the current round and exit 0 (the tests stop workers so)
@@ -106,7 +119,7 @@ main(int argc, char **argv)
 				std::this_thread::sleep_for(100ms);
 				if (std::string d = current_dsn(); d != dsn) {
 					dsn = d;
-					client = std::make_unique<pglease::Client>(dsn, co);
+					client = connected(dsn, co);
 				}
 			}
 			continue;
@@ -116,7 +129,7 @@ main(int argc, char **argv)
 		std::fflush(out);
 
 		std::string write_id = name + ":" + std::to_string(++writes);
-		auto wrote = client->fenced(*lease, [&](pqxx::work &tx) {
+		auto wrote = pglease::fenced(*client, *lease, [&](pqxx::work &tx) {
 			tx.exec_params("INSERT INTO fault_ledger (resource, token, write_id) VALUES ($1, $2, $3)",
 			               resource, lease->token(), write_id);
 		});

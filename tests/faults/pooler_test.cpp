@@ -36,6 +36,7 @@
 
 #include "pglease/pglease.hpp"
 #include "pglease/postgres.hpp"
+#include "../client/pg_client.hpp"
 
 using namespace std::chrono_literals;
 using pglease::Errc;
@@ -197,7 +198,7 @@ protected:
 
 TEST_F(Pooler, LeaseAutoRenewRenewFencedWriteReleaseThroughPooler)
 {
-	pglease::Client client{pool_dsn()};
+	test_support::PgClient client{pool_dsn()};
 	Direct direct;
 	auto r = unique_resource();
 	auto lease = client.acquire(r, opts(900ms));
@@ -235,7 +236,7 @@ TEST_F(Pooler, LeaseAutoRenewRenewFencedWriteReleaseThroughPooler)
 
 TEST_F(Pooler, StaleTokenFencedWriteIsRejectedThroughPooler)
 {
-	pglease::Client a{pool_dsn()}, b{pool_dsn()};
+	test_support::PgClient a{pool_dsn()}, b{pool_dsn()};
 	auto r = unique_resource();
 	auto o = opts(1s);
 	o.auto_renew = false;
@@ -256,7 +257,7 @@ TEST_F(Pooler, StaleTokenFencedWriteIsRejectedThroughPooler)
 
 TEST_F(Pooler, LeaseKeptWhenThePoolersServerConnectionsAreTerminated)
 {
-	pglease::Client client{pool_dsn()};
+	test_support::PgClient client{pool_dsn()};
 	Direct direct;
 	auto r = unique_resource();
 	auto lease = client.acquire(r, opts(1500ms));
@@ -277,7 +278,7 @@ TEST_F(Pooler, LeaseKeptWhenThePoolersServerConnectionsAreTerminated)
 
 TEST_F(Pooler, EphemeralGrantEndsWhenThePoolerClosesItsBackendAndIsReportedLost)
 {
-	pglease::Client client{pool_dsn()};
+	test_support::PgClient client{pool_dsn()};
 	Direct direct;
 	auto r = unique_resource();
 	auto o = opts(30s);
@@ -320,7 +321,7 @@ TEST_F(Pooler, EphemeralGrantOutlivesTheClientConnectionThroughPooler)
 	auto r_direct = unique_resource();
 	std::int64_t t_direct = 0;
 	{
-		pglease::Client client{direct_dsn()};
+		test_support::PgClient client{direct_dsn()};
 		auto lease = client.acquire(r_direct, o);
 		ASSERT_TRUE(lease) << lease.error();
 		t_direct = lease->detach(); // closes the pinned connection, sends no release
@@ -332,7 +333,7 @@ TEST_F(Pooler, EphemeralGrantOutlivesTheClientConnectionThroughPooler)
 	auto r = unique_resource();
 	std::int64_t token = 0;
 	{
-		pglease::Client client{pool_dsn()};
+		test_support::PgClient client{pool_dsn()};
 		auto lease = client.acquire(r, o);
 		ASSERT_TRUE(lease) << lease.error();
 		token = lease->detach();
@@ -352,7 +353,7 @@ TEST_F(Pooler, EphemeralGrantOutlivesTheClientConnectionThroughPooler)
 
 TEST_F(Pooler, AdvisoryXactLockWorksWithinOneTransactionThroughPooler)
 {
-	pglease::Client a{pool_dsn()}, b{pool_dsn()};
+	test_support::PgClient a{pool_dsn()}, b{pool_dsn()};
 	Direct direct;
 	auto r = unique_resource();
 	int holder_backend = 0;
@@ -396,7 +397,7 @@ TEST_F(Pooler, StatementTimeoutDoesNotLeakToOtherPoolClients)
 	pqxx::connection plain{one_dsn()};
 	std::string before = show_statement_timeout(plain);
 	{
-		pglease::Client client{one_dsn()};
+		test_support::PgClient client{one_dsn()};
 		auto lease = client.try_acquire(unique_resource(), opts(5s));
 		ASSERT_TRUE(lease) << lease.error();
 	}
@@ -417,7 +418,7 @@ TEST_F(Pooler, WaitingAcquireIsNotCutShortByOtherClients)
 	// pglease clients with wait 0 leave statement_timeout = 2 s (the grace)
 	// on the backends they ran on; three of them cover the round-robin pool
 	for (int i = 0; i < 3; i++) {
-		pglease::Client primer{pool_dsn()};
+		test_support::PgClient primer{pool_dsn()};
 		(void)primer.status();
 	}
 	{
@@ -429,7 +430,7 @@ TEST_F(Pooler, WaitingAcquireIsNotCutShortByOtherClients)
 	}
 
 	const auto wait = 5s;
-	pglease::Client waiter{pool_dsn()};
+	test_support::PgClient waiter{pool_dsn()};
 	auto t0 = Clock::now();
 	auto lease = waiter.acquire(r, opts(10s, wait));
 	auto took = ms_since(t0);
@@ -476,7 +477,7 @@ TEST_F(Pooler, CallIsBoundedOnWhicheverBackendRunsIt)
 		fencer.commit();
 	});
 
-	pglease::Client client{fresh_dsn()};
+	test_support::PgClient client{fresh_dsn()};
 	auto t0 = Clock::now();
 	auto lease = client.try_acquire(r, opts(10s));
 	auto took = ms_since(t0);

@@ -2,8 +2,8 @@
 //
 //   pg_tls_probe DSN RESOURCE
 //
-// pglease::connect(DSN), acquire RESOURCE, and through a pglease::Client on
-// the same DSN a fenced transaction that reads whether its own connection
+// pglease::connect(DSN), acquire RESOURCE, and through the same locker a
+// fenced transaction that reads whether its own connection
 // is encrypted (pg_stat_ssl), then status().  One line per step on stdout:
 //   STEP: ok [details]
 //   STEP: ERRC retryable=0|1 ms=N: MESSAGE
@@ -53,8 +53,7 @@ main(int argc, char **argv)
 	std::cout << "acquire: ok token=" << lease->token() << "\n";
 
 	start = Clock::now();
-	pglease::Client client{dsn};
-	auto fenced = client.fenced(*lease, [](pqxx::work &tx) {
+	auto fenced = pglease::fenced(**locker, *lease, [](pqxx::work &tx) {
 		return tx.exec1("SELECT ssl::text || ' ' || coalesce(version, '-') FROM pg_catalog.pg_stat_ssl "
 		                "WHERE pid = pg_catalog.pg_backend_pid()")[0]
 		    .as<std::string>();
@@ -62,7 +61,7 @@ main(int argc, char **argv)
 	if (!fenced)
 		return failed("fenced", fenced.error(), start);
 	std::cout << "fenced: ok ssl=" << *fenced << "\n";
-	auto rows = client.status();
+	auto rows = pglease::status(**locker);
 	if (!rows)
 		return failed("status", rows.error(), start);
 	std::cout << "status: ok leases=" << rows->size() << "\n";

@@ -96,7 +96,7 @@ public:
 	[[nodiscard]] const Lease &lease() const noexcept { return lease_; }
 
 private:
-	friend class detail::LockerBase;
+	friend struct detail::LeaseAccess;
 	explicit Leadership(Lease lease) noexcept : lease_(std::move(lease)) {}
 	Lease lease_;
 };

@@ -15,9 +15,9 @@
 namespace pglease {
 
 namespace detail {
-class LeaseEngine;
-class LockerBase;
-struct LeaseState;
+class LeaseEngine;    // the renewal thread (opaque)
+struct LeaseState;    // a lease's state (opaque)
+struct LeaseAccess;   // how the library makes a Lease
 } // namespace detail
 
 class Leadership;
@@ -70,7 +70,7 @@ public:
 	std::int64_t detach() noexcept;
 
 private:
-	friend class detail::LockerBase;
+	friend struct detail::LeaseAccess;
 	friend class Leadership;
 	Lease(std::shared_ptr<detail::LeaseEngine> engine, std::shared_ptr<detail::LeaseState> state) noexcept;
 	std::shared_ptr<detail::LeaseEngine> engine_;

@@ -1,45 +1,61 @@
-// pglease/postgres.hpp -- the PostgreSQL provider's API typed with libpqxx:
-// Client::fenced, Client::with_advisory and Client::advisory_lock take a
-// pqxx::work.  Kept apart from pglease/pglease.hpp so that a program that
-// does not use them compiles without libpqxx's headers; include this header
-// (it includes pglease/client.hpp and <pqxx/transaction>) to call them.
+// pglease/postgres.hpp -- what PostgreSQL gives beyond the Locker contract,
+// as functions over a Locker of pglease::connect("postgresql://...") and
+// its Leases: fenced writes and advisory locks in a pqxx::work.  Kept apart
+// from pglease/pglease.hpp so that a program that does not use them
+// compiles without libpqxx's headers; include this header (it includes
+// <pqxx/transaction>) to call them.  A Locker of another provider answers
+// Errc::invalid_argument, before any I/O.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include <pqxx/transaction>
 
-#include "pglease/client.hpp"
+#include "pglease/pglease.hpp"
 
 namespace pglease {
 
+/// Run fn(pqxx::work&) in a transaction that first passes lease.fence: the
+/// writes commit only while the lease is current, and no one else can be
+/// granted it until they do.  The server decides, whatever the local
+/// deadline says.  Errc::lost (LS001) if the token is stale; an exception
+/// thrown by fn rolls back and becomes Errc::internal.  Returns Result<void>
+/// for a void fn, else Result<R> holding what fn returned.
+template <class F> auto fenced(Locker &locker, const Lease &lease, F &&fn) noexcept;
+
+/// Strategy::advisory: run fn(pqxx::work&) in a transaction holding
+/// pg_advisory_xact_lock on the resource (a namespaced key), waiting at
+/// most `wait` (Errc::timeout).
+template <class F>
+auto with_advisory(Locker &locker, std::string_view resource, std::chrono::milliseconds wait, F &&fn) noexcept;
+
+/// Take that advisory lock in the caller's own transaction.
+Result<void> advisory_lock(pqxx::work &tx, std::string_view resource, std::chrono::milliseconds wait) noexcept;
+
 namespace detail {
 
-/// What Client's compiled members see of the caller's pqxx::work.  Converts
-/// implicitly from one, so Client::advisory_lock(tx, ...) takes a pqxx::work.
-class PgTransaction {
-public:
-	PgTransaction(pqxx::work &work) noexcept : work_(work) {} // NOLINT: implicit on purpose
-	[[nodiscard]] pqxx::work &work() const noexcept { return work_; }
+/// The compiled halves of fenced and with_advisory.
+using PgWork = std::function<void(pqxx::work &)>;
+Result<void> fenced_work(Locker &locker, const Lease &lease, const PgWork &work) noexcept;
+Result<void> advisory_work(Locker &locker, std::string_view resource, std::chrono::milliseconds wait,
+                           const PgWork &work) noexcept;
 
-private:
-	pqxx::work &work_;
-};
-
-/// fn(pqxx::work&) run by run(PgWork), its value carried out: Result<void>
-/// for a void fn, else Result<R> holding what fn returned.
+/// fn(pqxx::work&) run by run(PgWork), its value carried out.
 template <class F, class Run>
 auto
 call_in_transaction(F &fn, Run &&run) noexcept
 {
 	using R = std::invoke_result_t<F &, pqxx::work &>;
 	if constexpr (std::is_void_v<R>) {
-		return run(PgWork{[&fn](PgTransaction &tx) { fn(tx.work()); }});
+		return run(PgWork{[&fn](pqxx::work &tx) { fn(tx); }});
 	} else {
 		std::optional<R> out;
-		Result<void> r = run(PgWork{[&](PgTransaction &tx) { out.emplace(fn(tx.work())); }});
+		Result<void> r = run(PgWork{[&](pqxx::work &tx) { out.emplace(fn(tx)); }});
 		if (!r)
 			return Result<R>{r.error()};
 		return Result<R>{std::move(*out)};
@@ -50,18 +66,18 @@ call_in_transaction(F &fn, Run &&run) noexcept
 
 template <class F>
 auto
-Client::fenced(const Lease &lease, F &&fn) noexcept
+fenced(Locker &locker, const Lease &lease, F &&fn) noexcept
 {
-	return detail::call_in_transaction(fn,
-	                                   [&](const detail::PgWork &work) { return run_fenced(lease, work); });
+	return detail::call_in_transaction(
+	    fn, [&](const detail::PgWork &work) { return detail::fenced_work(locker, lease, work); });
 }
 
 template <class F>
 auto
-Client::with_advisory(std::string_view resource, std::chrono::milliseconds wait, F &&fn) noexcept
+with_advisory(Locker &locker, std::string_view resource, std::chrono::milliseconds wait, F &&fn) noexcept
 {
 	return detail::call_in_transaction(
-	    fn, [&](const detail::PgWork &work) { return run_advisory(resource, wait, work); });
+	    fn, [&](const detail::PgWork &work) { return detail::advisory_work(locker, resource, wait, work); });
 }
 
 } // namespace pglease

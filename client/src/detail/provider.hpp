@@ -3,8 +3,8 @@
 // per-thread no-nested rule) and LockerBase (argument checks, holder labels,
 // turning a grant into a Lease).
 //
-// A provider derives from LockerBase (pglease/detail/locker_base.hpp: public
-// only because pglease::Client derives from it) and implements grant(): take
+// A provider derives from LockerBase (detail/locker_base.hpp) and implements
+// grant(): take
 // the resource (waiting at most options.wait), returning a Grant object that
 // knows how to renew and release exactly that grant.  Everything else a
 // Lease does is here and in lease.cpp, once.
@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "pglease/detail/locker_base.hpp"
+#include "detail/locker_base.hpp"
 #include "pglease/lease.hpp"
 #include "pglease/locker.hpp"
 

@@ -82,10 +82,6 @@ private:
 	template <class Call>
 	Result<Granted> take(std::string_view resource, const LeaseOptions &options, Call call) noexcept
 	{
-		if (options.strategy != Strategy::lease || options.session_bound)
-			return Error{
-			    Errc::invalid_argument, "",
-			    "the in-memory provider offers Strategy::lease only (no sessions, no advisory locks)"};
 		auto sent = Clock::now();
 		Result<std::int64_t> token = call();
 		if (!token)

@@ -13,7 +13,7 @@
 
 #include <pqxx/transaction>
 
-#include "pglease/client.hpp"
+#include "pglease/status.hpp"
 
 namespace pglease::detail {
 

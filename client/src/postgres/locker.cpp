@@ -1,4 +1,4 @@
-// postgres/locker.cpp -- the PostgreSQL provider: pglease::Client, a
+// postgres/locker.cpp -- the PostgreSQL provider: PgLocker, a
 // LockerBase like every provider's locker, its grants, and its extras
 // (status; fenced writes and advisory locks are in postgres.cpp), and its
 // elections: a campaign is lease.acquire with a value, the Grant's proclaim
@@ -24,7 +24,7 @@
 // Locking: a PgGrant's pinned connection is used under its
 // LeaseState::op_mu; the pool locks itself.  No lock is held across a
 // database call except op_mu.
-#include "pglease/client.hpp"
+#include "postgres/locker.hpp"
 
 #include <algorithm>
 #include <thread>
@@ -215,7 +215,7 @@ connect_postgres(std::string_view dsn, const ClientOptions &options) noexcept
 	if (auto ok = postgres_conninfo(dsn, options.connect_timeout); !ok)
 		return ok.error();
 	try {
-		return handed_out(std::make_unique<Client>(std::string{dsn}, options));
+		return handed_out(std::make_unique<PgLocker>(std::string{dsn}, options));
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
 	}
@@ -225,13 +225,13 @@ connect_postgres(std::string_view dsn, const ClientOptions &options) noexcept
 
 // ---- the provider ------------------------------------------------------------
 
-Client::Client(std::string conninfo, ClientOptions options) noexcept
+detail::PgLocker::PgLocker(std::string conninfo, ClientOptions options) noexcept
 {
 	try {
 		pool_ = std::make_shared<detail::PgPool>(conninfo, options);
 	} catch (const std::exception &e) {
 		try {
-			construction_error_ = std::string{"pglease::Client could not be constructed: "} + e.what();
+			construction_error_ = std::string{"the PostgreSQL locker could not be constructed: "} + e.what();
 		} catch (...) {
 			// no memory for the message either: constructed() has a fixed one
 		}
@@ -240,10 +240,10 @@ Client::Client(std::string conninfo, ClientOptions options) noexcept
 
 // leases that outlive the client stay valid until their deadline, unrenewed
 // (each grant keeps the pool it needs)
-Client::~Client() = default;
+detail::PgLocker::~PgLocker() = default;
 
 Result<void>
-Client::constructed() const noexcept
+detail::PgLocker::constructed() const noexcept
 {
 	if (auto ok = LockerBase::constructed(); !ok)
 		return ok;
@@ -251,24 +251,17 @@ Client::constructed() const noexcept
 		return {};
 	try {
 		return Error{Errc::internal, "",
-		             construction_error_.empty() ? "pglease::Client could not be constructed"
+		             construction_error_.empty() ? "the PostgreSQL locker could not be constructed"
 		                                         : construction_error_};
 	} catch (...) {
 		return Error{};
 	}
 }
 
-const std::string &
-Client::default_holder() const noexcept
-{
-	static const std::string none;
-	return pool_ ? holder_prefix() : none;
-}
-
 // Fencing tokens, fenced writes in the data's own transaction, FIFO waits,
 // ephemeral grants, durable; survives failover to a synchronous standby.
 Capabilities
-Client::capabilities() const noexcept
+detail::PgLocker::capabilities() const noexcept
 {
 	Capabilities c;
 	c.distributed = true;
@@ -288,13 +281,13 @@ Client::capabilities() const noexcept
 // lease.max_ttl's own maximum (INT_MAX seconds); the server's setting
 // (default 1 day) may be lower, and refuses a longer TTL itself (22023)
 std::chrono::milliseconds
-Client::max_ttl() const noexcept
+detail::PgLocker::max_ttl() const noexcept
 {
 	return std::chrono::seconds{2147483647};
 }
 
 Result<detail::Granted>
-Client::grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
+detail::PgLocker::grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
               std::chrono::milliseconds)
 {
 	return take(resource, options, holder, nullptr);
@@ -304,13 +297,10 @@ Client::grant(std::string_view resource, const LeaseOptions &options, const std:
 // connection, the statement bounded by wait + grace; a session-bound grant
 // keeps its connection
 Result<detail::Granted>
-Client::take(std::string_view resource, const LeaseOptions &options, const std::string &holder,
+detail::PgLocker::take(std::string_view resource, const LeaseOptions &options, const std::string &holder,
              const std::string *value)
 {
 	using detail::Clock;
-	if (options.strategy == Strategy::advisory)
-		return Error{Errc::invalid_argument, "",
-		             "Strategy::advisory holds no lease object: use Client::with_advisory"};
 	bool session_bound = options.session_bound || options.strategy == Strategy::ephemeral;
 	Result<detail::DbPtr> db = pool_->borrow();
 	if (!db)
@@ -340,7 +330,7 @@ Client::take(std::string_view resource, const LeaseOptions &options, const std::
 }
 
 Result<bool>
-Client::renew_by_token(std::string_view resource, std::int64_t token, std::string_view holder,
+detail::PgLocker::renew_by_token(std::string_view resource, std::int64_t token, std::string_view holder,
                        std::chrono::milliseconds ttl)
 {
 	return detail::retried<bool>(*pool_, [&](detail::Db &db, std::chrono::milliseconds timeout) {
@@ -349,7 +339,7 @@ Client::renew_by_token(std::string_view resource, std::int64_t token, std::strin
 }
 
 Result<bool>
-Client::release_by_token(std::string_view resource, std::int64_t token, std::string_view holder)
+detail::PgLocker::release_by_token(std::string_view resource, std::int64_t token, std::string_view holder)
 {
 	return detail::retried<bool>(*pool_, [&](detail::Db &db, std::chrono::milliseconds timeout) {
 		return detail::db_release(db, resource, token, timeout, holder);
@@ -382,7 +372,7 @@ view_of(const detail::PgLeader &l)
 } // namespace
 
 Result<detail::Granted>
-Client::grant_leadership(std::string_view election, std::string_view value, const LeaseOptions &options,
+detail::PgLocker::grant_leadership(std::string_view election, std::string_view value, const LeaseOptions &options,
                          const std::string &holder, std::chrono::milliseconds)
 {
 	const std::string kept{value};
@@ -390,7 +380,7 @@ Client::grant_leadership(std::string_view election, std::string_view value, cons
 }
 
 Result<LeaderView>
-Client::read_leader(std::string_view election)
+detail::PgLocker::read_leader(std::string_view election)
 {
 	Result<detail::PgLeader> l = pool_->with_db<detail::PgLeader>(
 	    [&](detail::Db &db) { return detail::db_leader(db, election, pool_->options().statement_grace); });
@@ -405,7 +395,7 @@ Client::read_leader(std::string_view election)
 // caller (a value stored as '' where it saw none) is re-called from exactly
 // that state, so it sleeps instead of spinning.
 Result<LeaderView>
-Client::next_leader(std::string_view election, const LeaderView &seen,
+detail::PgLocker::next_leader(std::string_view election, const LeaderView &seen,
                     std::chrono::steady_clock::time_point deadline)
 {
 	using detail::Clock;
@@ -433,17 +423,6 @@ Client::next_leader(std::string_view election, const LeaderView &seen,
 		after_term = l->found ? l->term : 0;
 		after_value = l->value;
 	}
-}
-
-// ---- the extras without libpqxx types (the others: postgres.cpp) -----------
-
-Result<std::vector<LeaseInfo>>
-Client::status() noexcept
-{
-	if (auto ok = constructed(); !ok)
-		return ok.error();
-	return pool_->with_db<std::vector<LeaseInfo>>(
-	    [&](detail::Db &db) { return detail::db_status(db, pool_->options().statement_grace); });
 }
 
 } // namespace pglease

@@ -1,69 +1,113 @@
-// postgres/postgres.cpp -- the PostgreSQL provider's pqxx-typed extras,
-// declared in pglease/client.hpp and reached through pglease/postgres.hpp:
-// fenced writes and advisory locks in a pqxx::work.
+// postgres/postgres.cpp -- the PostgreSQL provider's extras: the functions
+// of pglease/postgres.hpp and pglease/status.hpp, which find the provider
+// behind a Locker (a locker of another provider is refused before any I/O),
+// and PgLocker's fenced writes and advisory locks in a pqxx::work.
 #include "pglease/postgres.hpp"
 
 #include "detail/provider.hpp"
 #include "postgres/db.hpp"
+#include "postgres/locker.hpp"
 #include "postgres/pool.hpp"
 
 namespace pglease {
 
 namespace {
 
-// in_section -- the caller's section as connection.cpp runs it: on the
-// transaction it opened
-std::function<void(pqxx::work &)>
-in_section(const detail::PgWork &work)
+// postgres_of -- the PostgreSQL provider behind locker, or why not
+Result<detail::PgLocker *>
+postgres_of(Locker &locker, const char *what) noexcept
 {
-	return [&work](pqxx::work &tx) {
-		detail::PgTransaction section{tx};
-		work(section);
-	};
+	if (auto *pg = dynamic_cast<detail::PgLocker *>(&locker))
+		return pg;
+	try {
+		return Error{Errc::invalid_argument, "22023",
+		             std::string{what} + " needs a PostgreSQL locker (pglease::connect(\"postgresql://...\")), not " +
+		                 std::string{locker.provider()}};
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
 }
 
 } // namespace
 
+namespace detail {
+
 Result<void>
-Client::run_fenced(const Lease &lease, const detail::PgWork &work) noexcept
+fenced_work(Locker &locker, const Lease &lease, const PgWork &work) noexcept
+{
+	auto pg = postgres_of(locker, "a fenced write");
+	if (!pg)
+		return pg.error();
+	return (*pg)->run_fenced(lease, work);
+}
+
+Result<void>
+advisory_work(Locker &locker, std::string_view resource, std::chrono::milliseconds wait,
+              const PgWork &work) noexcept
+{
+	auto pg = postgres_of(locker, "an advisory lock");
+	if (!pg)
+		return pg.error();
+	return (*pg)->run_advisory(resource, wait, work);
+}
+
+Result<void>
+PgLocker::run_fenced(const Lease &lease, const PgSection &section) noexcept
 {
 	if (auto ok = constructed(); !ok)
 		return ok;
-	detail::LeaseState *state = state_of(lease);
+	LeaseState *state = state_of(lease);
 	if (!state)
 		return Error{Errc::lost, "", "empty lease"};
 	// no local pre-check: the fence in the server is the authority
-	Result<void> r = pool_->with_db<void>([&](detail::Db &db) {
-		return detail::db_fenced(db, lease.resource(), lease.token(), pool_->options().statement_grace,
-		                         in_section(work));
+	Result<void> r = pool_->with_db<void>([&](Db &db) {
+		return db_fenced(db, lease.resource(), lease.token(), pool_->options().statement_grace, section);
 	});
 	if (!r && r.error().code == Errc::lost)
-		detail::LeaseEngine::mark_lost(*state, r.error());
+		LeaseEngine::mark_lost(*state, r.error());
 	return r;
 }
 
 Result<void>
-Client::run_advisory(std::string_view resource, std::chrono::milliseconds wait,
-                     const detail::PgWork &work) noexcept
+PgLocker::run_advisory(std::string_view resource, std::chrono::milliseconds wait,
+                       const PgSection &section) noexcept
 {
 	if (auto ok = constructed(); !ok)
 		return ok;
-	if (auto ok = detail::check_resource(resource); !ok)
+	if (auto ok = check_resource(resource); !ok)
 		return ok;
 	if (wait < std::chrono::milliseconds{0})
 		return Error{Errc::invalid_argument, "22023", "wait must not be negative"};
-	return pool_->with_db<void>([&](detail::Db &db) {
-		return detail::db_with_advisory(db, resource, wait,
-		                                detail::saturating_add(wait, pool_->options().statement_grace),
-		                                in_section(work));
+	return pool_->with_db<void>([&](Db &db) {
+		return db_with_advisory(db, resource, wait, saturating_add(wait, pool_->options().statement_grace),
+		                        section);
 	});
 }
 
-Result<void>
-Client::advisory_lock(detail::PgTransaction tx, std::string_view resource,
-                      std::chrono::milliseconds wait) noexcept
+Result<std::vector<LeaseInfo>>
+PgLocker::status() noexcept
 {
-	return detail::db_advisory_lock(tx.work(), resource, wait);
+	if (auto ok = constructed(); !ok)
+		return ok.error();
+	return pool_->with_db<std::vector<LeaseInfo>>(
+	    [&](Db &db) { return db_status(db, pool_->options().statement_grace); });
+}
+
+} // namespace detail
+
+Result<void>
+advisory_lock(pqxx::work &tx, std::string_view resource, std::chrono::milliseconds wait) noexcept
+{
+	return detail::db_advisory_lock(tx, resource, wait);
+}
+
+Result<std::vector<LeaseInfo>>
+status(Locker &locker) noexcept
+{
+	auto pg = postgres_of(locker, "status");
+	if (!pg)
+		return pg.error();
+	return (*pg)->status();
 }
 
 } // namespace pglease

@@ -10,7 +10,7 @@
 // points the workers at a promoted replica so).  The counter lives in the
 // store STORE_DSN (table matrix_counter, see runner.sh), or, for the
 // PostgreSQL provider (STORE_DSN "lock"), in the lock's own database.
-// Fenced: PostgreSQL writes in Client::fenced (lease.fence in the write's
+// Fenced: PostgreSQL writes in pglease::fenced (lease.fence in the write's
 // transaction); the others write through the store's token check
 // (UPDATE ... WHERE max_token <= token: the Kleppmann fencing store).
 //
@@ -104,10 +104,10 @@ read_counter(Store &store)
 
 // true: acknowledged; false: rejected by the fence.  Throws on other errors.
 bool
-write_counter(const Config &c, Store &store, pglease::Client *pg, const pglease::Lease &lease, long long v)
+write_counter(const Config &c, Store &store, pglease::Locker *pg, const pglease::Lease &lease, long long v)
 {
 	if (c.fenced && pg) {
-		auto r = pg->fenced(lease, [&](pqxx::work &tx) {
+		auto r = pglease::fenced(*pg, lease, [&](pqxx::work &tx) {
 			tx.exec_params("UPDATE matrix_counter SET v = $1 WHERE id = 1", v);
 		});
 		if (r)
@@ -149,7 +149,7 @@ one_round(const Config &c, pglease::Locker &locker, Store &store, bool &reconnec
 	std::fprintf(c.out, "G %lld %lld %lld %lld\n", token, sent, received,
 	             received + static_cast<long long>(lease->remaining().count()) * 1000);
 	std::fflush(c.out);
-	auto *pg = dynamic_cast<pglease::Client *>(&locker);
+	pglease::Locker *pg = locker.capabilities().fenced_write ? &locker : nullptr;
 	try {
 		long long v = read_counter(store) + 1;
 		std::this_thread::sleep_for(c.work);

@@ -203,9 +203,9 @@ late_calls(pglease::Locker &locker, const Setup &s, Held &h)
 			return v ? std::to_string(v->term) : code_of(v.error());
 		});
 	}
-	if (auto *pg = dynamic_cast<pglease::Client *>(&locker))
+	if (locker.capabilities().fenced_write)
 		timed("fenced", [&] {
-			return text(pg->fenced(l, [&](pqxx::work &tx) {
+			return text(pglease::fenced(locker, l, [&](pqxx::work &tx) {
 				tx.exec_params("INSERT INTO partition_ledger VALUES ($1)", static_cast<long long>(token));
 			}));
 		});

@@ -1,9 +1,8 @@
-// pglease/detail/locker_base.hpp -- LockerBase: the half of a Locker every
-// provider shares (argument checks, holder labels, turning a grant into a
-// Lease), declared in a public header only because pglease::Client, the
-// PostgreSQL provider, derives from it.  Not an API of its own: the
-// machinery behind it (Grant, the lease engine) is private to the library
-// (src/detail/provider.hpp).
+// detail/locker_base.hpp -- LockerBase: the half of a Locker every provider
+// shares (argument checks, holder labels, turning a grant into a Lease); the
+// provider contract every locker implements, PostgreSQL's as the others'.
+// Private to the library, like the machinery behind it (Grant, the lease
+// engine: detail/provider.hpp).
 #pragma once
 
 #include <atomic>
@@ -24,6 +23,17 @@ namespace pglease::detail {
 struct Granted;
 struct LeaseState;
 class LeaseEngine;
+
+/// The one friend of Lease and Leadership (pglease/lease.hpp): how the
+/// library makes them and reaches a lease's state.
+struct LeaseAccess {
+	static Lease make(std::shared_ptr<LeaseEngine> engine, std::shared_ptr<LeaseState> state) noexcept
+	{
+		return Lease{std::move(engine), std::move(state)};
+	}
+	static Leadership lead(Lease lease) noexcept { return Leadership{std::move(lease)}; }
+	static LeaseState *state(const Lease &lease) noexcept { return lease.state_.get(); }
+};
 
 /// The common half of every Locker: acquire() checks the options and the
 /// no-nested rule, resolves the heartbeat, calls the provider's grant(), and
@@ -122,6 +132,8 @@ private:
 	                         const std::string &value = {}) noexcept;
 	/// LeaseOptions::mode and limit: valid together, and what capabilities() has.
 	[[nodiscard]] Result<void> check_sharing(const LeaseOptions &options) const;
+	/// LeaseOptions::strategy and session_bound: what capabilities() has.
+	[[nodiscard]] Result<void> check_strategy(const LeaseOptions &options) const;
 	/// The label a grant of these options is stored under (LeaseOptions::reclaim).
 	Result<std::string> holder_for(const LeaseOptions &options);
 	[[nodiscard]] Result<void> check_token_call(std::string_view resource, std::int64_t token) const;
