@@ -126,6 +126,8 @@ installcheck: regress-outdir
 .PHONY: regress-outdir
 regress-outdir:
 	@mkdir -p $(REGRESS_OUTDIR)/regress $(REGRESS_OUTDIR)/isolation
+	@[ "$$(grep -c '"version": "$(EXTVERSION)"' META.json)" = 2 ] || \
+		{ echo "META.json: both versions must be $(EXTVERSION), as pg_lease.control says" >&2; exit 1; }
 
 # make install also installs the client (library, headers, CMake and pkg-config
 # files, CLI); make install WITH_CLIENT=0 installs the extension alone.
