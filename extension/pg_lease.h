@@ -13,7 +13,9 @@
  *	lease_lockqueue.c	the wait queue when not preloaded: an advisory lock
  *	lease_xact.c		commit-time work: async release-only commit, wake-ups
  *	lease_session.c		session liveness and session-bound grants at exit
- *	lease_acquire.c		the acquire algorithm and the no-hold-and-wait check
+ *	lease_held.c		this backend's grants and the no-hold-and-wait check
+ *	lease_try.c			one try of an acquire at the table
+ *	lease_acquire.c		the acquire algorithm: the wait loop around the tries
  *	lease_grant_ops.c	renew, proclaim, release, fence, is_current, break, gc
  *	lease_election.c	lease.leader and lease.observe: reading and awaiting a leader
  *	lease_funcs.c		the SQL-callable entry points, thin
@@ -222,11 +224,31 @@ extern void lease_xact_install_utility_hook(void);
 extern void lease_session_note_grant(const char *resource);
 extern void lease_session_forget_grant(const char *resource);
 
-/* ---- lease_acquire.c: acquire ---- */
+/* ---- lease_held.c: this backend's grants, no hold-and-wait ---- */
+
+extern bool lease_held_by(const LeaseRow *row, const LeaseCaller *caller, const char *holder);
+extern void lease_held_remember(const LeaseRequest *req, const LeaseCaller *caller, int64 token);
+extern void lease_held_forget(const char *res, int64 token);
+extern void lease_held_check_no_wait(const LeaseCaller *caller, const LeaseRequest *req);
+
+/* ---- lease_try.c: one try of an acquire ---- */
+
+typedef enum LeaseTry
+{
+	LEASE_TRY_GRANTED,
+	LEASE_TRY_BUSY,				/* someone else holds it: wait or give up */
+	LEASE_TRY_AGAIN				/* the row changed under us: read it again */
+} LeaseTry;
 
 extern int	lease_test_pause_after_clear;	/* GUC lease.test_pause_after_clear */
+extern LeaseTry lease_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_take,
+								int64 *token, TimestampTz *busy_until);
+extern LeaseTry lease_try_rows(const LeaseCaller *caller, const LeaseRequest *req, bool may_take,
+							   int64 *token, TimestampTz *busy_until);
+
+/* ---- lease_acquire.c: acquire ---- */
+
 extern bool lease_acquire_grant(const LeaseRequest *req, int64 *token);
-extern void lease_acquire_forget_grant(const char *res, int64 token);
 
 /* ---- lease_grant_ops.c: what is done to a grant ---- */
 
