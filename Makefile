@@ -36,6 +36,7 @@ ISOLATION_OPTS += --outputdir=$(REGRESS_OUTDIR)/isolation
 ifeq ($(PGHOST)$(PGPORT),)
 REGRESS_OPTS   += --temp-instance=$(REGRESS_OUTDIR)/regress/instance --temp-config=tests/regress.conf
 ISOLATION_OPTS += --temp-instance=$(REGRESS_OUTDIR)/isolation/instance --temp-config=tests/regress.conf
+TEMP_INSTANCE   = yes
 endif
 
 PG_CPPFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror
@@ -125,6 +126,10 @@ endif
 installcheck: regress-outdir
 .PHONY: regress-outdir
 regress-outdir:
+ifdef TEMP_INSTANCE
+	@[ "$$(id -u)" != 0 ] || { echo "make installcheck starts its own server, which PostgreSQL refuses to run as root:" \
+		"run it as another user, or name a running server with PGHOST and PGPORT" >&2; exit 1; }
+endif
 	@mkdir -p $(REGRESS_OUTDIR)/regress $(REGRESS_OUTDIR)/isolation
 	@[ "$$(grep -c '"version": "$(EXTVERSION)"' META.json)" = 2 ] || \
 		{ echo "META.json: both versions must be $(EXTVERSION), as pg_lease.control says" >&2; exit 1; }
