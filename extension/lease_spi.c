@@ -220,78 +220,16 @@ lease_result_int64(int col)
 }
 
 /*
- * lease_exec_change -- run a conditional row change; keep no lock if it fails
+ * spi_in_subxact -- run fn in a subtransaction kept only if it returns true
  *
- * The statement runs in a subtransaction, released if it changed a row and
- * rolled back (dropping any tuple lock it took) if it changed none.  With
- * result non-NULL, the first column of the first row returned is stored
- * there.  Returns the number of rows changed.
- *
- * With locked non-NULL, a lock wait ended by lock_timeout (55P03: the row is
- * locked by a transaction that has not ended, and the caller set the
- * timeout to its deadline) is not an error: the change is rolled back,
- * *locked set and 0 returned.  Every other error is re-thrown.
+ * Rolled back (dropping any tuple lock it took) when fn returns false or
+ * raises an error.  With catch_locked, a lock wait ended by lock_timeout
+ * (55P03) is not an error: *locked is set and false returned.  Every other
+ * error is re-thrown after the rollback, the transaction nesting left as the
+ * caller's error handler expects it.
  */
-uint64
-lease_exec_change(LeaseQuery q, Datum *values, const char *nulls, int64 *result,
-				  bool *locked)
-{
-	MemoryContext oldcontext = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	uint64		changed = 0;
-
-	if (locked != NULL)
-		*locked = false;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcontext);
-
-	PG_TRY();
-	{
-		changed = lease_exec(q, values, nulls);
-		if (changed > 0 && result != NULL)
-			*result = lease_result_int64(1);
-		if (changed > 0)
-			ReleaseCurrentSubTransaction();
-		else
-			RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		/* leave the transaction nesting as the caller's error handler expects it */
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-		if (locked == NULL || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		*locked = true;
-		changed = 0;
-	}
-	PG_END_TRY();
-
-	return changed;
-}
-
-/*
- * lease_in_subxact -- run fn in a subtransaction kept only if it returns true
- *
- * The several statements of one acquire try on a schema of one row per
- * grant (lock the resource, clear the grants that are over, add one) keep
- * their row locks and changes only when fn grants; otherwise they are rolled
- * back, so a try that decided "busy" holds no lock.  A lock wait ended by
- * lock_timeout (55P03) sets *locked and returns false; every other error is
- * re-thrown after the rollback.
- */
-bool
-lease_in_subxact(LeaseSubxactFn fn, void *arg, bool *locked)
+static bool
+spi_in_subxact(LeaseSubxactFn fn, void *arg, bool catch_locked, bool *locked)
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -321,7 +259,7 @@ lease_in_subxact(LeaseSubxactFn fn, void *arg, bool *locked)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		if (!catch_locked || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
 			ReThrowError(edata);
 		FreeErrorData(edata);
 		*locked = true;
@@ -330,6 +268,70 @@ lease_in_subxact(LeaseSubxactFn fn, void *arg, bool *locked)
 	PG_END_TRY();
 
 	return kept;
+}
+
+/* One conditional change (lease_exec_change), run by spi_in_subxact. */
+typedef struct SpiChange
+{
+	LeaseQuery	q;
+	Datum	   *values;
+	const char *nulls;
+	int64	   *result;
+	uint64		changed;
+} SpiChange;
+
+static bool
+spi_change(void *arg)
+{
+	SpiChange  *c = arg;
+
+	c->changed = lease_exec(c->q, c->values, c->nulls);
+	if (c->changed > 0 && c->result != NULL)
+		*c->result = lease_result_int64(1);
+	return c->changed > 0;
+}
+
+/*
+ * lease_exec_change -- run a conditional row change; keep no lock if it fails
+ *
+ * The statement runs in a subtransaction, released if it changed a row and
+ * rolled back (dropping any tuple lock it took) if it changed none.  With
+ * result non-NULL, the first column of the first row returned is stored
+ * there.  Returns the number of rows changed.
+ *
+ * With locked non-NULL, a lock wait ended by lock_timeout (55P03: the row is
+ * locked by a transaction that has not ended, and the caller set the
+ * timeout to its deadline) is not an error: the change is rolled back,
+ * *locked set and 0 returned.  Every other error is re-thrown.
+ */
+uint64
+lease_exec_change(LeaseQuery q, Datum *values, const char *nulls, int64 *result,
+				  bool *locked)
+{
+	SpiChange	c = {q, values, nulls, result, 0};
+	bool		was_locked;
+
+	if (!spi_in_subxact(spi_change, &c, locked != NULL, &was_locked))
+		c.changed = 0;
+	if (locked != NULL)
+		*locked = was_locked;
+	return c.changed;
+}
+
+/*
+ * lease_in_subxact -- run fn in a subtransaction kept only if it returns true
+ *
+ * The several statements of one acquire try on a schema of one row per
+ * grant (lock the resource, clear the grants that are over, add one) keep
+ * their row locks and changes only when fn grants; otherwise they are rolled
+ * back, so a try that decided "busy" holds no lock.  A lock wait ended by
+ * lock_timeout (55P03) sets *locked and returns false; every other error is
+ * re-thrown after the rollback.
+ */
+bool
+lease_in_subxact(LeaseSubxactFn fn, void *arg, bool *locked)
+{
+	return spi_in_subxact(fn, arg, true, locked);
 }
 
 /*
