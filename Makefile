@@ -5,24 +5,39 @@ EXTENSION   = pg_lease
 EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
 
 MODULE_big  = pg_lease
-OBJS        = extension/lease_load.o extension/lease_stats.o extension/lease_wait.o \
-              extension/lease_args.o extension/lease_spi.o extension/lease_lockqueue.o extension/lease_xact.o \
-              extension/lease_session.o extension/lease_acquire.o \
+OBJS        = extension/lease_load.o extension/lease_stats.o extension/lease_wait.o extension/lease_wake.o \
+              extension/lease_args.o extension/lease_queries.o extension/lease_spi.o extension/lease_lockqueue.o extension/lease_xact.o \
+              extension/lease_session.o extension/lease_held.o extension/lease_try.o extension/lease_acquire.o \
               extension/lease_grant_ops.o extension/lease_election.o extension/lease_funcs.o
-# The current install script (generated from extension/pg_lease.sql), the
-# released install scripts and every upgrade script, pgvector-style.
-DATA        = extension/$(EXTENSION)--$(EXTVERSION).sql \
-              $(filter-out extension/$(EXTENSION)--$(EXTVERSION).sql,$(wildcard extension/$(EXTENSION)--*.sql))
-EXTRA_CLEAN = extension/$(EXTENSION)--$(EXTVERSION).sql
+# One base script (0.1.0, as it shipped) and the upgrade chain to the current
+# version, as contrib does: CREATE EXTENSION runs the base and then each update
+# (PostgreSQL finds the path, there being no script of default_version).  A new
+# version is a new upgrade script; released scripts are never edited.
+DATA        = $(wildcard extension/$(EXTENSION)--*.sql)
 
 # pg_regress suites (sql/, expected/) and isolation specs (tests/isolation/).
-REGRESS        = basic fence transactions bad_input privileges nested session stats election shared
+# upgrade (the walk from 0.1.0) drops and recreates the extension: it runs last.
+REGRESS        = basic fence transactions bad_input privileges nested session stats election shared upgrade
 REGRESS_OPTS   = --load-extension=$(EXTENSION)
 ISOLATION      = fence_orders_acquire acquire_waits_for_grant break_waits_for_fence \
                  repeatable_read_conflict failed_takeover_keeps_no_lock rebind_beats_session_takeover \
                  reader_fence_orders_writer reader_waits_for_open_grant release_between_clear_and_read fast_path_keeps_no_lock \
                  permit_waits_for_open_grant
 ISOLATION_OPTS = --load-extension=$(EXTENSION) --inputdir=tests/isolation
+
+# make installcheck writes its output (results/, regression.diffs, output_iso/)
+# outside the checkout, in REGRESS_OUTDIR (tests/lib/sql_suite.sh gives one per
+# cluster).  With no PGHOST or PGPORT it needs no server: pg_regress starts a
+# temporary one with the library preloaded (tests/regress.conf), as pg_cron
+# does; PostgreSQL refuses to run it as root.  With them it uses that server.
+REGRESS_OUTDIR ?= $(or $(TMPDIR),/tmp)/pg_lease-installcheck-$(shell id -un)
+REGRESS_OPTS   += --outputdir=$(REGRESS_OUTDIR)/regress
+ISOLATION_OPTS += --outputdir=$(REGRESS_OUTDIR)/isolation
+ifeq ($(PGHOST)$(PGPORT),)
+REGRESS_OPTS   += --temp-instance=$(REGRESS_OUTDIR)/regress/instance --temp-config=tests/regress.conf
+ISOLATION_OPTS += --temp-instance=$(REGRESS_OUTDIR)/isolation/instance --temp-config=tests/regress.conf
+TEMP_INSTANCE   = yes
+endif
 
 PG_CPPFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror
 # make LEASE_ASSERTS=1: Assert()s of the extension checked (make faults builds so)
@@ -108,15 +123,19 @@ all install installcheck:
 	@exit 1
 endif
 
-all: extension/$(EXTENSION)--$(EXTVERSION).sql
+installcheck: regress-outdir
+.PHONY: regress-outdir
+regress-outdir:
+ifdef TEMP_INSTANCE
+	@[ "$$(id -u)" != 0 ] || { echo "make installcheck starts its own server, which PostgreSQL refuses to run as root:" \
+		"run it as another user, or name a running server with PGHOST and PGPORT" >&2; exit 1; }
+endif
+	@mkdir -p $(REGRESS_OUTDIR)/regress $(REGRESS_OUTDIR)/isolation
+	@[ "$$(grep -c '"version": "$(EXTVERSION)"' META.json)" = 2 ] || \
+		{ echo "META.json: both versions must be $(EXTVERSION), as pg_lease.control says" >&2; exit 1; }
 
 # make install also installs the client (library, headers, CMake and pkg-config
 # files, CLI); make install WITH_CLIENT=0 installs the extension alone.
 ifneq ($(WITH_CLIENT),0)
 install: install-client
 endif
-
-# One unversioned source script for the current version; released install and
-# upgrade scripts are committed as they shipped and never edited.
-extension/$(EXTENSION)--$(EXTVERSION).sql: extension/$(EXTENSION).sql
-	cp $< $@

@@ -37,11 +37,14 @@ bench_prerequisites() {
 	# measure this checkout's extension: build it, and install it when what is installed
 	# differs (a stale installation would be measured otherwise); an unchanged one is left
 	# alone, as other test runs may be using it
-	local version
-	version="$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$REPO/pg_lease.control")"
+	local script differs=false
 	make -s -C "$REPO" all >/dev/null || die "building the extension failed"
-	if ! cmp -s "$REPO/pg_lease.so" "$(pg_config --pkglibdir)/pg_lease.so" ||
-		! cmp -s "$REPO/extension/pg_lease.sql" "$(pg_config --sharedir)/extension/pg_lease--$version.sql"; then
+	cmp -s "$REPO/pg_lease.so" "$(pg_config --pkglibdir)/pg_lease.so" || differs=true
+	# the control file and every script (one base, the upgrade chain)
+	for script in "$REPO/pg_lease.control" "$REPO"/extension/pg_lease--*.sql; do
+		cmp -s "$script" "$(pg_config --sharedir)/extension/${script##*/}" || differs=true
+	done
+	if $differs; then
 		log "pg_lease is not installed or differs from this checkout: running scripts/install-extension.sh"
 		"$REPO/scripts/install-extension.sh" || die "scripts/install-extension.sh failed"
 	fi

@@ -146,7 +146,7 @@ lease_grant_release(const LeaseRequest *req)
 	lease_xact_release_done(release_only);
 	if (released)
 	{
-		lease_acquire_forget_grant(req->res, req->token);
+		lease_held_forget(req->res, req->token);
 		lease_session_forget_grant(req->res);
 		lease_count(LEASE_STAT_RELEASES);
 		lease_xact_wake_at_commit(req->res);

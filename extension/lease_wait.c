@@ -5,8 +5,10 @@
  *		first-come-first-served wait queue.
  *
  * This file owns the queue in shared memory, the sleep of a waiter, and the
- * GUC lease.poll_interval that bounds it; who is to be woken, and when, is
- * decided by its callers (lease_xact.c at commit, lease_session.c at exit).
+ * GUC lease.poll_interval that bounds it; the wake-ups others ask for (at
+ * commit, COMMIT PREPARED and exit, and of observers) are lease_wake.c's,
+ * over the same slots (lease_queue.h).  Who is to be woken, and when, is
+ * decided by their callers (lease_xact.c at commit, lease_session.c at exit).
  *
  * The grant decision is always made in the table by lease_acquire.c; the queue
  * only decides who may try and when to wake up.  A lost or early wake-up can
@@ -74,55 +76,18 @@
 #include "utils/wait_event.h"
 
 #include "pg_lease.h"
+#include "lease_queue.h"
 
 /* GUC lease.poll_interval (registered in lease_load.c) */
 int			lease_poll_interval_ms = 50;
 
-typedef struct WaitSlot
-{
-	bool		in_use;			/* waiting for `resource` in database `dbid` */
-	int			pgprocno;		/* whose latch to set */
-	uint64		ticket;			/* arrival order */
-	Oid			dbid;
-	char		resource[LEASE_MAX_RESOURCE_BYTES + 1];
-	int32		permits;		/* the request's: 0 a lock or reader-writer, else a permit */
-	/* observing `resource` of `dbid` (lease.observe); never with in_use */
-	bool		observing;
-	/* set by a backend that exits holding session-bound grants */
-	int			exited_pid;
-	TimestampTz exited_start;
-} WaitSlot;
-
-/* The resources a prepared transaction released or broke: wake at COMMIT PREPARED. */
-typedef struct PreparedWakes
-{
-	bool		in_use;
-	Oid			dbid;
-	char		gid[GIDSIZE];
-	int			n;
-	bool		all;			/* more than fit: wake every waiter of dbid */
-	char		resources[LEASE_MAX_WAKE_SET][LEASE_MAX_RESOURCE_BYTES + 1];
-} PreparedWakes;
-
-typedef struct WaitQueue
-{
-	LWLock	   *lock;
-	uint64		next_ticket;
-	int			nslots;
-	int			nprepared;
-	PreparedWakes *prepared;	/* nprepared entries, after the slots */
-	WaitSlot	slots[FLEXIBLE_ARRAY_MEMBER];
-} WaitQueue;
-
-static WaitQueue *wait_queue = NULL;
+WaitQueue  *lease_wait_queue = NULL;
 
 /* This backend's slot when it is queued, else NULL. */
 static WaitSlot *my_slot = NULL;
 static bool exit_hook_registered = false;
 
 static void queue_exit_hook(int code, Datum arg);
-static void queue_wake_observers(Oid dbid, const char *resource);
-static void queue_wake_observers_database(Oid dbid);
 
 /*
  * lease_queue_shmem_size -- shared memory for the queue
@@ -147,19 +112,19 @@ lease_queue_shmem_init(void)
 {
 	bool		found;
 
-	wait_queue = ShmemInitStruct("pg_lease wait queue", lease_queue_shmem_size(), &found);
+	lease_wait_queue = ShmemInitStruct("pg_lease wait queue", lease_queue_shmem_size(), &found);
 	if (!found)
 	{
-		wait_queue->lock = &(GetNamedLWLockTranche("pg_lease"))->lock;
-		wait_queue->next_ticket = 1;
-		wait_queue->nslots = MaxBackends;
-		memset(wait_queue->slots, 0, mul_size(MaxBackends, sizeof(WaitSlot)));
-		wait_queue->nprepared = max_prepared_xacts;
-		wait_queue->prepared = (PreparedWakes *)
-			((char *) wait_queue +
+		lease_wait_queue->lock = &(GetNamedLWLockTranche("pg_lease"))->lock;
+		lease_wait_queue->next_ticket = 1;
+		lease_wait_queue->nslots = MaxBackends;
+		memset(lease_wait_queue->slots, 0, mul_size(MaxBackends, sizeof(WaitSlot)));
+		lease_wait_queue->nprepared = max_prepared_xacts;
+		lease_wait_queue->prepared = (PreparedWakes *)
+			((char *) lease_wait_queue +
 			 MAXALIGN(add_size(offsetof(WaitQueue, slots),
 							   mul_size(MaxBackends, sizeof(WaitSlot)))));
-		memset(wait_queue->prepared, 0,
+		memset(lease_wait_queue->prepared, 0,
 			   mul_size(max_prepared_xacts, sizeof(PreparedWakes)));
 	}
 }
@@ -170,7 +135,7 @@ lease_queue_shmem_init(void)
 bool
 lease_queue_exists(void)
 {
-	return wait_queue != NULL;
+	return lease_wait_queue != NULL;
 }
 
 /*
@@ -179,9 +144,9 @@ lease_queue_exists(void)
 bool
 lease_queue_enabled(void)
 {
-	return wait_queue != NULL &&
+	return lease_wait_queue != NULL &&
 		MyBackendId != InvalidBackendId &&
-		MyBackendId <= wait_queue->nslots;
+		MyBackendId <= lease_wait_queue->nslots;
 }
 
 /*
@@ -203,9 +168,9 @@ queue_head(Oid dbid, const char *resource)
 {
 	WaitSlot   *head = NULL;
 
-	for (int i = 0; i < wait_queue->nslots; i++)
+	for (int i = 0; i < lease_wait_queue->nslots; i++)
 	{
-		WaitSlot   *s = &wait_queue->slots[i];
+		WaitSlot   *s = &lease_wait_queue->slots[i];
 
 		if (queue_slot_waits_for(s, dbid, resource) &&
 			(head == NULL || s->ticket < head->ticket))
@@ -215,27 +180,27 @@ queue_head(Oid dbid, const char *resource)
 }
 
 /*
- * queue_wake_slot -- set a queued backend's latch, and count it
+ * lease_queue_wake_slot -- set a queued backend's latch, and count it
  */
-static void
-queue_wake_slot(const WaitSlot *s)
+void
+lease_queue_wake_slot(const WaitSlot *s)
 {
 	SetLatch(&GetPGProcByNumber(s->pgprocno)->procLatch);
 	lease_count(LEASE_STAT_WAKEUPS);
 }
 
 /*
- * queue_wake_head -- set the latch of a resource's queue head, if any
+ * lease_queue_wake_head -- set the latch of a resource's queue head, if any
  *
  * Caller holds the lock.
  */
-static void
-queue_wake_head(Oid dbid, const char *resource)
+void
+lease_queue_wake_head(Oid dbid, const char *resource)
 {
 	WaitSlot   *head = queue_head(dbid, resource);
 
 	if (head != NULL)
-		queue_wake_slot(head);
+		lease_queue_wake_slot(head);
 }
 
 /*
@@ -249,13 +214,13 @@ lease_queue_may_take(const char *resource)
 	WaitSlot   *head;
 	bool		result;
 
-	if (wait_queue == NULL)
+	if (lease_wait_queue == NULL)
 		return true;
 
-	LWLockAcquire(wait_queue->lock, LW_SHARED);
+	LWLockAcquire(lease_wait_queue->lock, LW_SHARED);
 	head = queue_head(MyDatabaseId, resource);
 	result = (head == NULL || head == my_slot);
-	LWLockRelease(wait_queue->lock);
+	LWLockRelease(lease_wait_queue->lock);
 	return result;
 }
 
@@ -284,13 +249,13 @@ lease_queue_waiting_permits(const char *resource, int32 *permits)
 {
 	bool		found = false;
 
-	if (wait_queue == NULL)
+	if (lease_wait_queue == NULL)
 		return false;
 
-	LWLockAcquire(wait_queue->lock, LW_SHARED);
-	for (int i = 0; i < wait_queue->nslots; i++)
+	LWLockAcquire(lease_wait_queue->lock, LW_SHARED);
+	for (int i = 0; i < lease_wait_queue->nslots; i++)
 	{
-		WaitSlot   *s = &wait_queue->slots[i];
+		WaitSlot   *s = &lease_wait_queue->slots[i];
 
 		if (s != my_slot && queue_slot_waits_for(s, MyDatabaseId, resource))
 		{
@@ -299,7 +264,7 @@ lease_queue_waiting_permits(const char *resource, int32 *permits)
 			break;
 		}
 	}
-	LWLockRelease(wait_queue->lock);
+	LWLockRelease(lease_wait_queue->lock);
 	return found;
 }
 
@@ -321,15 +286,15 @@ lease_queue_join(const char *resource, int32 permits)
 	Assert(my_slot == NULL);
 
 	queue_register_exit_hook();
-	slot = &wait_queue->slots[MyBackendId - 1];
-	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	slot = &lease_wait_queue->slots[MyBackendId - 1];
+	LWLockAcquire(lease_wait_queue->lock, LW_EXCLUSIVE);
 	slot->pgprocno = MyProc->pgprocno;
-	slot->ticket = wait_queue->next_ticket++;
+	slot->ticket = lease_wait_queue->next_ticket++;
 	slot->dbid = MyDatabaseId;
 	strlcpy(slot->resource, resource, sizeof(slot->resource));
 	slot->permits = permits;
 	slot->in_use = true;
-	LWLockRelease(wait_queue->lock);
+	LWLockRelease(lease_wait_queue->lock);
 	my_slot = slot;
 }
 
@@ -352,14 +317,14 @@ lease_queue_leave(bool wake_next)
 	if (my_slot == NULL)
 		return;
 
-	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	LWLockAcquire(lease_wait_queue->lock, LW_EXCLUSIVE);
 	was_head = (queue_head(my_slot->dbid, my_slot->resource) == my_slot);
 	strlcpy(resource, my_slot->resource, sizeof(resource));
 	my_slot->in_use = false;
 	if (was_head && wake_next)
-		queue_wake_head(my_slot->dbid, resource);
+		lease_queue_wake_head(my_slot->dbid, resource);
 	my_slot = NULL;
-	LWLockRelease(wait_queue->lock);
+	LWLockRelease(lease_wait_queue->lock);
 }
 
 /*
@@ -375,13 +340,13 @@ lease_observe_join(const char *resource)
 
 	Assert(lease_queue_enabled());
 	queue_register_exit_hook();
-	slot = &wait_queue->slots[MyBackendId - 1];
-	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	slot = &lease_wait_queue->slots[MyBackendId - 1];
+	LWLockAcquire(lease_wait_queue->lock, LW_EXCLUSIVE);
 	slot->pgprocno = MyProc->pgprocno;
 	slot->dbid = MyDatabaseId;
 	strlcpy(slot->resource, resource, sizeof(slot->resource));
 	slot->observing = true;
-	LWLockRelease(wait_queue->lock);
+	LWLockRelease(lease_wait_queue->lock);
 }
 
 /*
@@ -394,62 +359,12 @@ lease_observe_leave(void)
 
 	if (!lease_queue_enabled())
 		return;
-	slot = &wait_queue->slots[MyBackendId - 1];
+	slot = &lease_wait_queue->slots[MyBackendId - 1];
 	if (!slot->observing)
 		return;
-	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
+	LWLockAcquire(lease_wait_queue->lock, LW_EXCLUSIVE);
 	slot->observing = false;
-	LWLockRelease(wait_queue->lock);
-}
-
-/*
- * queue_wake_observers -- set the latch of every observer of a resource
- *
- * Caller holds the lock.
- */
-static void
-queue_wake_observers(Oid dbid, const char *resource)
-{
-	for (int i = 0; i < wait_queue->nslots; i++)
-	{
-		WaitSlot   *s = &wait_queue->slots[i];
-
-		if (s->observing && s->dbid == dbid && strcmp(s->resource, resource) == 0)
-			SetLatch(&GetPGProcByNumber(s->pgprocno)->procLatch);
-	}
-}
-
-/*
- * queue_wake_observers_database -- every observer of a database
- *
- * Caller holds the lock.
- */
-static void
-queue_wake_observers_database(Oid dbid)
-{
-	for (int i = 0; i < wait_queue->nslots; i++)
-		if (wait_queue->slots[i].observing && wait_queue->slots[i].dbid == dbid)
-			SetLatch(&GetPGProcByNumber(wait_queue->slots[i].pgprocno)->procLatch);
-}
-
-/*
- * lease_queue_wake_observers -- wake the observers of a set's resources, now
- */
-void
-lease_queue_wake_observers(const LeaseWakeSet *set)
-{
-	if (wait_queue == NULL)
-		return;
-
-	LWLockAcquire(wait_queue->lock, LW_SHARED);
-	if (set->all)
-		queue_wake_observers_database(MyDatabaseId);
-	else
-	{
-		for (int i = 0; i < set->n; i++)
-			queue_wake_observers(MyDatabaseId, set->resources[i]);
-	}
-	LWLockRelease(wait_queue->lock);
+	LWLockRelease(lease_wait_queue->lock);
 }
 
 /*
@@ -461,18 +376,18 @@ lease_waiter_count(const char *resource)
 {
 	int			n = 0;
 
-	if (wait_queue == NULL)
+	if (lease_wait_queue == NULL)
 		return -1;
 
-	LWLockAcquire(wait_queue->lock, LW_SHARED);
-	for (int i = 0; i < wait_queue->nslots; i++)
+	LWLockAcquire(lease_wait_queue->lock, LW_SHARED);
+	for (int i = 0; i < lease_wait_queue->nslots; i++)
 	{
-		WaitSlot   *s = &wait_queue->slots[i];
+		WaitSlot   *s = &lease_wait_queue->slots[i];
 
 		if (queue_slot_waits_for(s, MyDatabaseId, resource))
 			n++;
 	}
-	LWLockRelease(wait_queue->lock);
+	LWLockRelease(lease_wait_queue->lock);
 	return n;
 }
 
@@ -503,184 +418,6 @@ lease_wait_until(TimestampTz wake_at)
 					 PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
-}
-
-/*
- * lease_wake_set_add -- add a resource to a wake set
- *
- * When the set is full, set->all is set instead: the caller then wakes every
- * backend queued in this database, which costs some spurious wake-ups and
- * loses nothing.
- */
-void
-lease_wake_set_add(LeaseWakeSet *set, const char *resource)
-{
-	for (int i = 0; i < set->n; i++)
-		if (strcmp(set->resources[i], resource) == 0)
-			return;
-	if (set->n == LEASE_MAX_WAKE_SET)
-		set->all = true;
-	else
-		set->resources[set->n++] = MemoryContextStrdup(TopMemoryContext, resource);
-}
-
-/*
- * queue_wake_database -- set the latch of every backend queued in a database
- *
- * Caller holds the lock.
- */
-static void
-queue_wake_database(Oid dbid)
-{
-	for (int i = 0; i < wait_queue->nslots; i++)
-		if (wait_queue->slots[i].in_use && wait_queue->slots[i].dbid == dbid)
-			queue_wake_slot(&wait_queue->slots[i]);
-}
-
-/*
- * queue_wake_set -- wake the heads of a wake set's resources in this database
- *
- * Caller holds the lock.
- */
-static void
-queue_wake_set(const LeaseWakeSet *set)
-{
-	if (set->all)
-		queue_wake_database(MyDatabaseId);	/* each re-checks whether it is a head */
-	else
-	{
-		for (int i = 0; i < set->n; i++)
-			queue_wake_head(MyDatabaseId, set->resources[i]);
-	}
-}
-
-/*
- * lease_queue_wake -- wake the heads of the resources in a set, now
- */
-void
-lease_queue_wake(const LeaseWakeSet *set)
-{
-	if (wait_queue == NULL)
-		return;
-
-	LWLockAcquire(wait_queue->lock, LW_SHARED);
-	queue_wake_set(set);
-	LWLockRelease(wait_queue->lock);
-}
-
-/*
- * lease_queue_announce_exit -- this backend exits: mark it so, wake the heads
- * of the resources given (those of its session-bound grants)
- *
- * The mark lets lease.session_alive() answer false at once, so the waiters
- * woken here need not wait for this backend's status entry to disappear.
- */
-void
-lease_queue_announce_exit(const char *const *resources, int n)
-{
-	Assert(lease_queue_enabled());
-
-	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
-	wait_queue->slots[MyBackendId - 1].exited_pid = MyProcPid;
-	wait_queue->slots[MyBackendId - 1].exited_start = MyStartTimestamp;
-	for (int i = 0; i < n; i++)
-	{
-		queue_wake_head(MyDatabaseId, resources[i]);
-		queue_wake_observers(MyDatabaseId, resources[i]);
-	}
-	LWLockRelease(wait_queue->lock);
-}
-
-/*
- * lease_queue_defer_wakes -- keep a prepared transaction's wake set until
- * COMMIT PREPARED or ROLLBACK PREPARED of gid
- *
- * An entry left over by a transaction finished without us seeing it (it
- * cannot happen in one server run, but costs nothing to allow for) is reused
- * when no entry is free: its waiters then fall back to polling.
- */
-void
-lease_queue_defer_wakes(const char *gid, const LeaseWakeSet *set)
-{
-	PreparedWakes *entry = NULL;
-
-	if (wait_queue == NULL || wait_queue->nprepared == 0)
-		return;
-
-	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < wait_queue->nprepared && entry == NULL; i++)
-		if (!wait_queue->prepared[i].in_use)
-			entry = &wait_queue->prepared[i];
-	if (entry == NULL)
-		entry = &wait_queue->prepared[0];
-	entry->in_use = true;
-	entry->dbid = MyDatabaseId;
-	strlcpy(entry->gid, gid, sizeof(entry->gid));
-	entry->all = set->all;
-	entry->n = set->n;
-	for (int i = 0; i < set->n; i++)
-		strlcpy(entry->resources[i], set->resources[i], sizeof(entry->resources[i]));
-	LWLockRelease(wait_queue->lock);
-}
-
-/*
- * lease_queue_finish_prepared -- gid was committed (wake its set) or rolled
- * back (forget it)
- *
- * Called once COMMIT PREPARED has made the transaction visible, so a woken
- * head sees its releases.
- */
-void
-lease_queue_finish_prepared(const char *gid, bool committed)
-{
-	if (wait_queue == NULL || wait_queue->nprepared == 0)
-		return;
-
-	LWLockAcquire(wait_queue->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < wait_queue->nprepared; i++)
-	{
-		PreparedWakes *entry = &wait_queue->prepared[i];
-
-		if (!entry->in_use || entry->dbid != MyDatabaseId || strcmp(entry->gid, gid) != 0)
-			continue;
-		if (committed && entry->all)
-		{
-			queue_wake_database(entry->dbid);
-			queue_wake_observers_database(entry->dbid);
-		}
-		else if (committed)
-		{
-			for (int r = 0; r < entry->n; r++)
-			{
-				queue_wake_head(entry->dbid, entry->resources[r]);
-				queue_wake_observers(entry->dbid, entry->resources[r]);
-			}
-		}
-		entry->in_use = false;
-	}
-	LWLockRelease(wait_queue->lock);
-}
-
-/*
- * lease_queue_session_exited -- did that backend announce its exit?
- *
- * A backend holding session-bound grants marks itself exited before it wakes
- * their waiters, so they need not wait for its status entry to disappear.
- */
-bool
-lease_queue_session_exited(int pid, TimestampTz started)
-{
-	bool		exited = false;
-
-	if (wait_queue == NULL)
-		return false;
-
-	LWLockAcquire(wait_queue->lock, LW_SHARED);
-	for (int i = 0; i < wait_queue->nslots && !exited; i++)
-		exited = (wait_queue->slots[i].exited_pid == pid &&
-				  wait_queue->slots[i].exited_start == started);
-	LWLockRelease(wait_queue->lock);
-	return exited;
 }
 
 /*

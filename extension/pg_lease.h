@@ -8,12 +8,17 @@
  *
  *	lease_stats.c		the shared counters and lease.stats()
  *	lease_wait.c		the shared-memory FIFO wait queue and the sleep
+ *	lease_wake.c		waking its heads and observers: now, at COMMIT PREPARED, at exit
+ *						(the queue's layout, theirs alone: lease_queue.h)
  *	lease_args.c		SQL arguments, checked, into a LeaseRequest
- *	lease_spi.c			the statements on lease.grants and how they run
+ *	lease_queries.c		the text of every statement on lease.grants
+ *	lease_spi.c			how the statements run: SPI, owner role, subtransactions
  *	lease_lockqueue.c	the wait queue when not preloaded: an advisory lock
  *	lease_xact.c		commit-time work: async release-only commit, wake-ups
  *	lease_session.c		session liveness and session-bound grants at exit
- *	lease_acquire.c		the acquire algorithm and the no-hold-and-wait check
+ *	lease_held.c		this backend's grants and the no-hold-and-wait check
+ *	lease_try.c			one try of an acquire at the table
+ *	lease_acquire.c		the acquire algorithm: the wait loop around the tries
  *	lease_grant_ops.c	renew, proclaim, release, fence, is_current, break, gc
  *	lease_election.c	lease.leader and lease.observe: reading and awaiting a leader
  *	lease_funcs.c		the SQL-callable entry points, thin
@@ -84,7 +89,7 @@ extern Size lease_stats_shmem_size(void);
 extern void lease_stats_shmem_init(void);
 extern void lease_count(LeaseCounter counter);
 
-/* ---- lease_wait.c: the wait queue ---- */
+/* ---- lease_wait.c, lease_wake.c: the wait queue ---- */
 
 extern int	lease_poll_interval_ms;	/* GUC lease.poll_interval */
 
@@ -139,7 +144,7 @@ extern void lease_args_grant(FunctionCallInfo fcinfo, LeaseRequest *req,
 extern void lease_args_resource(FunctionCallInfo fcinfo, LeaseRequest *req);
 extern int64 lease_args_retain(FunctionCallInfo fcinfo);
 
-/* ---- lease_spi.c: statements on lease.grants ---- */
+/* ---- lease_spi.c, lease_queries.c: statements on lease.grants ---- */
 
 typedef enum LeaseQuery
 {
@@ -163,6 +168,23 @@ typedef enum LeaseQuery
 	Q_GC,
 	LEASE_NUM_QUERIES
 } LeaseQuery;
+
+/* A statement's text and parameter types (lease_queries.c). */
+typedef struct LeaseQueryDef
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[9];
+} LeaseQueryDef;
+
+/*
+ * The statements for the schema of 0.4.0 on (one row per grant), and those
+ * that differ for a database still at 0.3.0 or before 0.3.0 (NULL: as the
+ * newer one).  lease_queries.c; lease_spi.c runs them.
+ */
+extern const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES];
+extern const LeaseQueryDef lease_queries_0_3[LEASE_NUM_QUERIES];
+extern const LeaseQueryDef lease_queries_pre_0_3[LEASE_NUM_QUERIES];
 
 /* Who called, and the user context to restore. */
 typedef struct LeaseCaller
@@ -222,11 +244,31 @@ extern void lease_xact_install_utility_hook(void);
 extern void lease_session_note_grant(const char *resource);
 extern void lease_session_forget_grant(const char *resource);
 
-/* ---- lease_acquire.c: acquire ---- */
+/* ---- lease_held.c: this backend's grants, no hold-and-wait ---- */
+
+extern bool lease_held_by(const LeaseRow *row, const LeaseCaller *caller, const char *holder);
+extern void lease_held_remember(const LeaseRequest *req, const LeaseCaller *caller, int64 token);
+extern void lease_held_forget(const char *res, int64 token);
+extern void lease_held_check_no_wait(const LeaseCaller *caller, const LeaseRequest *req);
+
+/* ---- lease_try.c: one try of an acquire ---- */
+
+typedef enum LeaseTry
+{
+	LEASE_TRY_GRANTED,
+	LEASE_TRY_BUSY,				/* someone else holds it: wait or give up */
+	LEASE_TRY_AGAIN				/* the row changed under us: read it again */
+} LeaseTry;
 
 extern int	lease_test_pause_after_clear;	/* GUC lease.test_pause_after_clear */
+extern LeaseTry lease_try_grant(const LeaseCaller *caller, const LeaseRequest *req, bool may_take,
+								int64 *token, TimestampTz *busy_until);
+extern LeaseTry lease_try_rows(const LeaseCaller *caller, const LeaseRequest *req, bool may_take,
+							   int64 *token, TimestampTz *busy_until);
+
+/* ---- lease_acquire.c: acquire ---- */
+
 extern bool lease_acquire_grant(const LeaseRequest *req, int64 *token);
-extern void lease_acquire_forget_grant(const char *res, int64 token);
 
 /* ---- lease_grant_ops.c: what is done to a grant ---- */
 

@@ -34,7 +34,8 @@ ensure_postgres() {
 	fi
 	local version
 	version="$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$ROOT/pg_lease.control")"
-	if [ ! -f "$(pg_config --sharedir)/extension/pg_lease--$version.sql" ] ||
+	# installed: its control file names this version (the scripts are one base and the upgrade chain)
+	if ! grep -qx "default_version = '$version'" "$(pg_config --sharedir)/extension/pg_lease.control" 2>/dev/null ||
 		[ ! -f "$(pg_config --pkglibdir)/pg_lease.so" ]; then
 		echo "pg_lease $version is not installed: running scripts/install-extension.sh"
 		"$ROOT/scripts/install-extension.sh"
