@@ -175,6 +175,13 @@ release(const Keys &k, const std::string &match, const std::string &mode)
 	return run("release", {k.lock}, {match, mode, k.released});
 }
 
+Reply
+campaign(const Keys &k, const std::string &holder, int ttl, const std::string &value)
+{
+	return run("campaign", {k.lock, k.counter, k.value, k.epoch},
+	           {holder, std::to_string(ttl), value, k.election});
+}
+
 } // namespace
 
 TEST(RedisLua, ScriptsAreWhatTheClientSends)
@@ -432,9 +439,14 @@ TEST(RedisLua, APermitOnALockIsAMismatch)
 TEST(RedisLua, ACampaignSetsTheLockTheValueAndTheEpoch)
 {
 	Keys k = fresh();
+	auto told = Subscriber::open(server().endpoint(), Timeouts{2000ms, 2000ms}, k.election);
+	ASSERT_TRUE(told) << told.error();
 	long long now = server_ms();
-	EXPECT_EQ(
-	    integer(run("campaign", {k.lock, k.counter, k.value, k.epoch}, {"c1", "5000", "v1", k.election})), 1);
+	EXPECT_EQ(integer(campaign(k, "c1", 5000, "v1")), 1);
+	auto elected = told->wait(2000ms);
+	ASSERT_TRUE(elected) << elected.error();
+	ASSERT_TRUE(elected->has_value()) << "a campaign that grants publishes on " << k.election;
+	EXPECT_EQ((*elected)->payload, "elected");
 	EXPECT_EQ(get(k.lock), "1:c1");
 	std::string value = get(k.value);
 	ASSERT_EQ(value.rfind("1:", 0), 0u) << value;
@@ -442,9 +454,13 @@ TEST(RedisLua, ACampaignSetsTheLockTheValueAndTheEpoch)
 	EXPECT_EQ(value.substr(value.rfind(':') + 1), "v1");
 	EXPECT_GT(pttl(k.value), 4000);
 	EXPECT_FALSE(get(k.epoch).empty()) << "a new counter, a new epoch";
-	EXPECT_LT(
-	    integer(run("campaign", {k.lock, k.counter, k.value, k.epoch}, {"c2", "5000", "v2", k.election})), 0);
+	EXPECT_LT(integer(campaign(k, "c2", 5000, "v2")), 0);
 	EXPECT_EQ(get(k.value), value) << "a refused campaign changes nothing";
+	EXPECT_EQ(integer(campaign(k, "c1", 5000, "v1")), 1);
+	EXPECT_EQ(get(k.value), value) << "a re-campaign keeps the term's since";
+	auto quiet = told->wait(200ms);
+	ASSERT_TRUE(quiet) << quiet.error();
+	EXPECT_FALSE(quiet->has_value()) << "nothing changed, nothing published";
 
 	Reply view = run("read", {k.lock, k.value, k.counter, k.epoch}, {});
 	ASSERT_TRUE(view.is_array());
@@ -459,8 +475,7 @@ TEST(RedisLua, ACampaignSetsTheLockTheValueAndTheEpoch)
 TEST(RedisLua, ALeaderRenewsProclaimsAndResignsItsOwnTermOnly)
 {
 	Keys k = fresh();
-	ASSERT_EQ(
-	    integer(run("campaign", {k.lock, k.counter, k.value, k.epoch}, {"c1", "2000", "v1", k.election})), 1);
+	ASSERT_EQ(integer(campaign(k, "c1", 2000, "v1")), 1);
 	std::string since = get(k.value).substr(0, get(k.value).rfind(':'));
 	EXPECT_EQ(integer(run("renew_leader", {k.lock, k.value}, {"1:c1", "value", "9000"})), 1);
 	EXPECT_GT(pttl(k.lock), 8000);
