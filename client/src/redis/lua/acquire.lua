@@ -5,6 +5,7 @@
 -- > 0: the token granted (or the holder's own, its expiry set to ttl);
 -- <= 0: held by another holder, -(ms until it may be free).
 --#include common
+--#include read_lock
 --#include grants
 --#include mark
 --#include acquire

@@ -6,6 +6,7 @@
 -- starts anew (keep_epoch).  TIME and PUBLISH come before the writes (see
 -- lib/acquire.lua); observers read after the script either way.
 --#include common
+--#include read_lock
 --#include grants
 --#include mark
 --#include acquire

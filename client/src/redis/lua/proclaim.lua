@@ -5,9 +5,9 @@
 -- lock's remaining PTTL, so the two still end together.  TIME and PUBLISH
 -- before the write: Redis checks them against the ACL only when called, and
 -- a script is not rolled back.
---#include lock_string
+--#include read_lock
 
-if lock_string(KEYS[1]) ~= ARGV[1] then return 0 end
+if read_lock(KEYS[1]) ~= ARGV[1] then return 0 end
 local ttl = redis.call('PTTL', KEYS[1])
 --#include term_value
 

@@ -2,9 +2,9 @@
 -- KEYS: lock, value, counter, epoch.  {lock, value, counter, PTTL of the
 -- lock, epoch}, '' for a missing key (and for a lock key holding readers or
 -- permits: no leader).
---#include lock_string
+--#include read_lock
 
-local lock = lock_string(KEYS[1]) or ''
+local lock = read_lock(KEYS[1]) or ''
 local value = redis.call('GET', KEYS[2]) or ''
 local counter = redis.call('GET', KEYS[3]) or ''
 local ttl = -2

@@ -3,6 +3,7 @@
 -- waiters told); 0: not held.  A shared grant leaves the set, which goes
 -- with its last member.
 --#include common
+--#include read_lock
 --#include grants
 --#include match
 

@@ -2,6 +2,7 @@
 -- KEYS: lock.  ARGV: match, mode (lib/match.lua), ttl (ms).  1: extended;
 -- 0: not held.
 --#include common
+--#include read_lock
 --#include grants
 --#include match
 

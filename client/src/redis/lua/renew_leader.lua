@@ -4,6 +4,7 @@
 -- KEYS: lock, value.  ARGV: match, mode (lib/match.lua), ttl (ms).  1: both
 -- extended; 0: not held.
 --#include common
+--#include read_lock
 --#include grants
 --#include match
 if member then return 0 end

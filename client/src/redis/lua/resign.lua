@@ -4,6 +4,7 @@
 -- told; 0: not held.  (Published first: a channel outside the ACL is
 -- refused before the DEL.)
 --#include common
+--#include read_lock
 --#include grants
 --#include match
 if member then return 0 end

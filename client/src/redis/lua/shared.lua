@@ -3,6 +3,7 @@
 -- KEYS: lock, counter, writers.  ARGV: holder, ttl (ms), 'shared', '0'.
 -- > 0: the token granted (or the holder's own); <= 0: -(ms to wait).
 --#include common
+--#include read_lock
 --#include grants
 --#include share
 return share(function(s, now)
