@@ -20,7 +20,6 @@
 
 #include "redis/connection.hpp"
 #include "redis/endpoint.hpp"
-#include "redis/sha1.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
@@ -116,9 +115,9 @@ TEST(RedisCommand, select_db_from_open_applies_to_commands)
 
 TEST(RedisScript, local_sha1_is_the_name_script_load_gives)
 {
-	EXPECT_EQ(sha1_hex(""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-	EXPECT_EQ(sha1_hex("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
-	EXPECT_EQ(sha1_hex(std::string(1000, 'a')).size(), 40u);
+	EXPECT_EQ(Script("").sha1(), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+	EXPECT_EQ(Script("abc").sha1(), "a9993e364706816aba3e25717850c26c9cd0d89d");
+	EXPECT_EQ(Script(std::string(1000, 'a')).sha1().size(), 40u);
 
 	auto c = connect_or_fail(shared_server().endpoint());
 	for (std::size_t len : {0u, 10u, 55u, 56u, 63u, 64u, 65u, 200u}) {

@@ -11,13 +11,13 @@
 #include "redis/connection.hpp"
 
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
 
 #include <cerrno>
 #include <cstring>
 #include <new>
 
 #include "detail/provider.hpp"
-#include "redis/sha1.hpp"
 
 namespace pglease::detail::redis {
 
@@ -99,6 +99,29 @@ error_from_reply(const Reply &reply, const Endpoint &endpoint)
 		errc = Errc::permission;
 	return Error{errc, "", "redis " + to_string(endpoint) + ": " + std::string(text)};
 }
+
+namespace {
+
+// sha1_hex -- the 40 lowercase hex digits of SHA-1(data) (OpenSSL's EVP),
+// the name SCRIPT LOAD gives a script; empty if OpenSSL fails, and then
+// every EVALSHA is answered NOSCRIPT and the script is sent whole (EVAL)
+std::string
+sha1_hex(std::string_view data)
+{
+	unsigned char digest[EVP_MAX_MD_SIZE];
+	unsigned int size = 0;
+	if (EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha1(), nullptr) != 1)
+		return {};
+	static const char digits[] = "0123456789abcdef";
+	std::string hex;
+	for (unsigned int i = 0; i < size; i++) {
+		hex.push_back(digits[digest[i] >> 4]);
+		hex.push_back(digits[digest[i] & 0xf]);
+	}
+	return hex;
+}
+
+} // namespace
 
 Script::Script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
 

@@ -67,7 +67,8 @@ struct Reply {
 /// Errc::internal otherwise.
 [[nodiscard]] Error error_from_reply(const Reply &reply, const Endpoint &endpoint);
 
-/// A Lua script and its SHA-1 (computed locally: the same name on every node).
+/// A Lua script and its SHA-1 (computed locally with OpenSSL: the same name
+/// on every node, known before any server has seen the script).
 class Script {
 public:
 	explicit Script(std::string source);

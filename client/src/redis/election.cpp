@@ -1,10 +1,10 @@
 // redis/election.cpp -- leader election on one Redis node (redis://,
-// rediss://, redis+sentinel://): the leader's proclaim, the election's view,
-// and observe by pub/sub.
+// rediss://, redis+sentinel://): the campaign, the leader's renewal,
+// resignation and proclaim, the election's view, and observe by pub/sub.
 //
-// Recipe: an election is the lock recipe of redis/locker.cpp (the Redis
+// Recipe: an election is the lock recipe of redis/lock.cpp (the Redis
 // distlock page's single-instance lock) with a value: the campaign script
-// takes pglease:lock:<e> exactly as acquire does and, in the same script,
+// (campaign.lua) takes pglease:lock:<e> exactly as acquire does and, in the same script,
 // sets pglease:value:<e> = "<term>:<since ms>:<value>" with the same PX; the
 // leader's renewal extends both, its resignation deletes both.  The term is
 // the lock's token (the pglease:token:<e> counter); since is the server's
@@ -41,6 +41,8 @@
 #include <thread>
 
 #include "detail/provider.hpp"
+#include "redis/grant.hpp"
+#include "redis/lua.hpp"
 
 namespace pglease::detail::redis {
 
@@ -52,51 +54,11 @@ using std::chrono::milliseconds;
 // The longest sleep between two reads of an observer.
 constexpr milliseconds recheck{1000};
 
-// lock_string(key): the lock's "<term>:<holder>", or false when there is
-// none -- also when the key holds a resource's readers or permits (a sorted
-// set: GET's WRONGTYPE), which lead nobody; any other error is raised.
-const std::string lock_string_lua = R"lua(
-local function lock_string(key)
-	local v = redis.pcall('GET', key)
-	if type(v) == 'table' then
-		if v.err and string.find(v.err, 'WRONGTYPE', 1, true) then return false end
-		error(v)
-	end
-	return v
-end
-)lua";
-
-// KEYS: lock, value.  ARGV: grant "<term>:<holder>", "<term>:", value, channel.
-// 1: set and published; 0: the lock no longer holds that grant (readers or
-// permits hold the name now, say).  The value key takes the lock's
-// remaining PTTL, so the two still end together.  TIME and PUBLISH before
-// the write: Redis checks them against the ACL only when called, and a
-// script is not rolled back.
-const Script proclaim_script{lock_string_lua + R"lua(
-if lock_string(KEYS[1]) ~= ARGV[1] then return 0 end
-local ttl = redis.call('PTTL', KEYS[1])
-)lua" + term_value_lua() + R"lua(
-local new = term_value(KEYS[2], ARGV[2], ARGV[3])
-redis.call('PUBLISH', ARGV[4], 'proclaimed')
-if ttl > 0 then
-	redis.call('SET', KEYS[2], new, 'PX', ttl)
-else
-	redis.call('SET', KEYS[2], new)
-end
-return 1
-)lua"};
-
-// KEYS: lock, value, counter, epoch.  {lock, value, counter, PTTL of the
-// lock, epoch}, '' for a missing key (and for a lock key holding readers or
-// permits: no leader).
-const Script read_script{lock_string_lua + R"lua(
-local lock = lock_string(KEYS[1]) or ''
-local value = redis.call('GET', KEYS[2]) or ''
-local counter = redis.call('GET', KEYS[3]) or ''
-local ttl = -2
-if lock ~= '' then ttl = redis.call('PTTL', KEYS[1]) end
-return {lock, value, counter, ttl, redis.call('GET', KEYS[4]) or ''}
-)lua"};
+const Script campaign_script{std::string{lua::campaign}};
+const Script renew_leader_script{std::string{lua::renew_leader}};
+const Script resign_script{std::string{lua::resign}};
+const Script proclaim_script{std::string{lua::proclaim}};
+const Script read_script{std::string{lua::read}};
 
 // leading_integer -- the decimal integer s starts with, up to stop (or its
 // end); nullopt when there is none or it does not fit
@@ -184,47 +146,47 @@ left(Clock::time_point deadline, milliseconds cap) noexcept
 
 } // namespace
 
-const std::string &
-term_value_lua()
+Result<Reply>
+ask_campaign(Node &node, const Keys &keys, std::string_view holder, std::string_view ttl,
+             std::string_view value, milliseconds timeout) noexcept
 {
-	// term_value(key, p, v): the value key's new content for the term whose
-	// prefix is p ("<term>:"): the term's own since kept when the key holds
-	// that term already (a re-campaign, a proclaim), else the server's TIME
-	// now in ms; and the key's old content
-	static const std::string lua = R"lua(
-local function term_value(key, p, v)
-	local old = redis.call('GET', key)
-	local since
-	if old and string.sub(old, 1, #p) == p then
-		local rest = string.sub(old, #p + 1)
-		local sep = string.find(rest, ':', 1, true)
-		if sep then since = string.sub(rest, 1, sep - 1) end
-	end
-	if not since then
-		local t = redis.call('TIME')
-		since = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-	end
-	return p .. since .. ':' .. v, old
-end
-)lua";
-	return lua;
+	try {
+		return node.eval(campaign_script, {keys.lock, keys.counter, keys.value, keys.epoch},
+		                 {holder, ttl, value, keys.election}, timeout);
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
 }
 
-const std::string &
-epoch_lua()
+Result<bool>
+renew_leader(Node &node, const Keys &keys, std::string_view grant, milliseconds ttl,
+             milliseconds timeout) noexcept
 {
-	// keep_epoch(key, counter): a new epoch at key when the term counter is
-	// new (not yet INCRed: a server restarted without its data counts from 1
-	// again) or the key is missing (an election older than epochs): the
-	// server's TIME in microseconds, as text.  Before any INCR of the script.
-	static const std::string lua = R"lua(
-local function keep_epoch(key, counter)
-	if redis.call('GET', counter) and redis.call('GET', key) then return end
-	local t = redis.call('TIME')
-	redis.call('SET', key, t[1] .. string.format('%06d', tonumber(t[2])))
-end
-)lua";
-	return lua;
+	try {
+		auto done = integer_of(node.eval(renew_leader_script, {keys.lock, keys.value},
+		                                 {grant, "value", std::to_string(ttl.count())}, timeout),
+		                       node, keys);
+		if (!done)
+			return done.error();
+		return *done == 1;
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+Result<bool>
+resign(Node &node, const Keys &keys, std::string_view grant, milliseconds timeout) noexcept
+{
+	try {
+		auto done = integer_of(node.eval(resign_script, {keys.lock, keys.value},
+		                                 {grant, "value", keys.released, keys.election}, timeout),
+		                       node, keys);
+		if (!done)
+			return done.error();
+		return *done == 1;
+	} catch (...) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
 }
 
 Result<bool>

@@ -1,7 +1,7 @@
-// redis/election.hpp -- what only an election does on Redis: a leader's
-// proclaim, reading the election's view, and waiting for it to change
-// (redis/election.cpp).  The grant itself (campaign, renew, resign) is the
-// lock recipe's, with the value stored beside it (redis/locker.cpp).
+// redis/election.hpp -- what only an election does on Redis: a campaign, a
+// leader's renewal, resignation and proclaim, reading the election's view,
+// and waiting for it to change (redis/election.cpp).  The grant is the lock
+// recipe's (redis/lock.cpp), with the value stored beside it.
 #pragma once
 
 #include <chrono>
@@ -19,16 +19,20 @@
 
 namespace pglease::detail::redis {
 
-/// A Lua function term_value(key, p, v) for the scripts that write an
-/// election's value key (the campaign's, proclaim's): the key's new content
-/// "<term>:<since>:<v>" for the term whose prefix is p ("<term>:"), keeping
-/// that term's since, and the key's old content.
-[[nodiscard]] const std::string &term_value_lua();
+/// One try of a campaign for holder (ttl in ms as text), value stored
+/// beside the lock (campaign.lua); the answer as redis/recipes.hpp's.
+[[nodiscard]] Result<Reply> ask_campaign(Node &node, const Keys &keys, std::string_view holder,
+                                         std::string_view ttl, std::string_view value,
+                                         std::chrono::milliseconds timeout) noexcept;
 
-/// A Lua function keep_epoch(key, counter) for the campaign's script: a new
-/// epoch (LeaderView::epoch) at key when the counter is about to start
-/// from 1 or key is missing; else nothing.
-[[nodiscard]] const std::string &epoch_lua();
+/// A leader's renewal (the lock and the value key) and resignation (both
+/// deleted, candidates and observers told), of the grant "<term>:<holder>".
+/// true: done; false: that grant is over.
+[[nodiscard]] Result<bool> renew_leader(Node &node, const Keys &keys, std::string_view grant,
+                                        std::chrono::milliseconds ttl,
+                                        std::chrono::milliseconds timeout) noexcept;
+[[nodiscard]] Result<bool> resign(Node &node, const Keys &keys, std::string_view grant,
+                                  std::chrono::milliseconds timeout = {}) noexcept;
 
 /// Set the election's value to `value` if the lock still holds `grant`
 /// ("<term>:<holder>"), in one script, and publish the change.  true:

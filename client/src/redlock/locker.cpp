@@ -46,6 +46,7 @@
 #include "detail/backoff.hpp"
 #include "detail/provider.hpp"
 #include "redis/component.hpp"
+#include "redis/lua.hpp"
 #include "redis/node.hpp"
 
 namespace pglease::detail {
@@ -56,23 +57,10 @@ using redis::Node;
 using redis::Script;
 using Nodes = std::vector<std::shared_ptr<Node>>;
 
-// KEYS: lock.  ARGV: value, ttl (ms).  1: set; 0: held.
-const Script acquire_script{R"lua(
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-return 0
-)lua"};
-
-// KEYS: lock.  ARGV: value, ttl (ms).  1: extended; 0: not this grant.
-const Script extend_script{R"lua(
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-)lua"};
-
-// KEYS: lock.  ARGV: value.  1: deleted; 0: not this grant.
-const Script release_script{R"lua(
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-return redis.call('DEL', KEYS[1])
-)lua"};
+// redis/lua/redlock_*.lua: SET NX PX, compare-and-PEXPIRE, compare-and-DEL
+const Script acquire_script{std::string{redis::lua::redlock_acquire}};
+const Script extend_script{std::string{redis::lua::redlock_extend}};
+const Script release_script{std::string{redis::lua::redlock_release}};
 
 milliseconds
 per_node_timeout(milliseconds ttl) noexcept

@@ -1,0 +1,12 @@
+-- acquire.lua -- an exclusive lock (redis/lock.cpp): lib/acquire.lua's
+-- acquire with the writer's mark.
+-- KEYS: lock, counter, writers.  ARGV: holder, ttl (ms), writer mark (ms;
+-- '0': not waiting), '1' when this request has marked itself before.
+-- > 0: the token granted (or the holder's own, its expiry set to ttl);
+-- <= 0: held by another holder, -(ms until it may be free).
+--#include common
+--#include read_lock
+--#include grants
+--#include mark
+--#include acquire
+return acquire(nil, {key = KEYS[3], mark = tonumber(ARGV[3]), marked = ARGV[4] == '1'})

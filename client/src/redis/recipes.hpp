@@ -1,0 +1,44 @@
+// redis/recipes.hpp -- one try of each Redis recipe's request, as the
+// locker's wait loop (redis/locker.cpp) runs it: an exclusive lock
+// (redis/lock.cpp), a reader (redis/shared.cpp), a permit
+// (redis/permits.cpp); a campaign is redis/election.hpp's.  Each is one
+// script, one round trip; its answer (integer_of): > 0 the token granted,
+// <= 0 -(ms until the resource may be free).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "redis/keys.hpp"
+#include "redis/node.hpp"
+
+namespace pglease::detail::redis {
+
+/// How long a waiting writer's mark holds later readers back after its last
+/// poll: a few of its polls (at most a second apart), so a writer that
+/// died waiting stops blocking readers soon.
+inline constexpr std::chrono::milliseconds writer_mark{3000};
+
+/// An exclusive lock for holder, ttl in ms as text.  mark: the writer's
+/// mark to leave when refused (0: none, it will not wait); marked: this
+/// request left one before.
+[[nodiscard]] Result<Reply> ask_lock(Node &node, const Keys &keys, std::string_view holder,
+                                     std::string_view ttl, std::chrono::milliseconds mark, bool marked,
+                                     std::chrono::milliseconds timeout) noexcept;
+/// A writer that stops waiting takes its mark back (best effort).
+void withdraw_mark(Node &node, const Keys &keys, std::string_view holder,
+                   std::chrono::milliseconds timeout) noexcept;
+
+/// A reader's grant (Mode::shared); limit as the request gave it.
+[[nodiscard]] Result<Reply> ask_shared(Node &node, const Keys &keys, std::string_view holder,
+                                       std::string_view ttl, std::uint32_t limit,
+                                       std::chrono::milliseconds timeout) noexcept;
+
+/// A permit of a semaphore of limit.
+[[nodiscard]] Result<Reply> ask_permit(Node &node, const Keys &keys, std::string_view holder,
+                                       std::string_view ttl, std::uint32_t limit,
+                                       std::chrono::milliseconds timeout) noexcept;
+
+} // namespace pglease::detail::redis
