@@ -32,18 +32,13 @@
 //
 // Shared leases and semaphores (docs/shared-leases.md, "etcd") queue in the
 // same prefix, in the key layout of etcd's rwmutex recipe (recipe.RWMutex of
-// etcd's Go package experimental/recipes): a reader puts "pglease/lock/<resource>/
-// read/<lease id, 20 digits>" and holds once no lock or writer key is older
-// than its own (it watches the latest older one); a lock is the recipe's
-// writer, its key the Mutex key above, and waits for every older key of any
-// shape, the recipe's "write/<n>" writers included.  A permit of a
-// semaphore of N puts ".../permit/<N>/<lease id, 20 digits>" and holds once
-// fewer than N permit keys are older (it watches the prefix: a release
-// wakes the semaphore's waiters, each one range read).  The limit is in
-// every permit key's name, so each request sees it: one that names another
-// limit than the oldest key of the resource (its grants, or with none its
-// first waiter; a lock and a reader name 0) is refused with LS003 and its key
-// revoked.
+// etcd's Go package experimental/recipes): a reader, a lock (the recipe's
+// writer) and a permit each put their key and hold once the older keys let
+// them (etcd/layout.hpp, blocker); a reader or a lock watches the latest
+// older key in its way, a permit the whole prefix (a release wakes the
+// semaphore's waiters, each one range read).  A request naming another
+// limit than the oldest key of the resource is refused with LS003 and its
+// key revoked.
 //
 // Time: every call has one deadline: statement_grace for renew, release and
 // the token calls; wait + statement_grace for acquire, each of its requests
@@ -61,9 +56,8 @@
 // its lease, which deletes its key.  A released grant's lease, holding no key
 // any more, is kept in the locker's pool (ClientOptions::max_idle_connections)
 // for the next acquire with the same TTL, after a keepalive: no
-// LeaseGrant/LeaseRevoke per grant.  Keys of resource "a/b" lie under the
-// prefix of resource "a", so a queue read keeps only keys whose rest after the
-// prefix is 16 hex digits.
+// LeaseGrant/LeaseRevoke per grant.  A renewal's calls end by the lease's
+// local deadline too (etcd_locker_test RenewalInFlightAtTheDeadlineEndsByIt).
 //
 // Token calls act only on the holder's key (no lock key of the resource
 // created before it): a queued waiter's token answers false and its key stays.
