@@ -646,6 +646,32 @@ TEST_F(EtcdLocker, FrozenMemberBoundsEveryCallByOneStatementGrace)
 	    << "no grant within 5 s after the member resumed";
 }
 
+// A renewal in flight at the lease's local deadline ends by the deadline,
+// not by statement_grace: EtcdGrant bounds its calls by both (issue 37 asked
+// whether the core's own deadline made the grant's redundant).  The core
+// declares the loss at the deadline either way, but without the grant's
+// bound the renewal sent before the deadline ran on, into a frozen member,
+// until its statement_grace, and the locker's destruction waited for it.
+TEST_F(EtcdLocker, RenewalInFlightAtTheDeadlineEndsByIt)
+{
+	auto options = quick_backoff();
+	options.statement_grace = 4s;
+	auto connected = pglease::connect(url_of({single_port()}), options);
+	ASSERT_TRUE(connected) << connected.error();
+	auto l = std::move(*connected);
+	auto lease = l->acquire(unique_resource(), opts(3s)); // renewed every second
+	ASSERT_TRUE(lease) << lease.error();
+	Frozen frozen({member->pid()});
+	ASSERT_EQ(frozen.count(), 1u);
+	ASSERT_TRUE(eventually([&] { return !lease->valid(); }, 5s)) << "not lost by its local deadline";
+	auto start = Clock::now();
+	l.reset(); // joins the renewal in flight
+	auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+	std::printf("locker destroyed %lld ms after the lease's local deadline (statement_grace 4 s)\n",
+	            static_cast<long long>(took.count()));
+	EXPECT_LE(took, 1s) << "a renewal ran on past the lease's local deadline";
+}
+
 // --- issue 23: elections in concurrency.Election's layout -------------------
 
 // first_kv -- the first key (lowest create revision) under prefix, as etcd's

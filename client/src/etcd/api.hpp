@@ -1,14 +1,10 @@
 // etcd/api.hpp -- the etcd calls the recipes make (etcd/locker.cpp's lock,
 // etcd/election.cpp's election), each one gateway request (etcd/gateway.hpp)
-// bounded by the deadline of the call it is part of, and the key layout they
-// share with etcd's clientv3/concurrency Mutex and Election: the keys of one
-// queue are "<prefix><lease id in hex>", the first is the one with the lowest
-// create revision.
+// bounded by the deadline of the call it is part of; the keys they read and
+// write are etcd/layout.hpp's.
 #pragma once
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,123 +13,12 @@
 
 #include "detail/provider.hpp"
 #include "etcd/gateway.hpp"
+#include "etcd/layout.hpp"
 
 namespace pglease::detail::etcd {
 
 constexpr int grpc_not_found = 5;
 constexpr milliseconds watch_retry{50}; // pause before re-reading when a watch failed
-
-// queue_prefix -- the prefix of the keys of one lock or election: the
-// provider's prefix (lock_prefix= / election_prefix= of the URL) and the
-// name, then "/" as concurrency.NewMutex / NewElection add it
-inline std::string
-queue_prefix(std::string_view base, std::string_view name)
-{
-	return std::string(base) + std::string(name) + "/";
-}
-
-// prefix_end -- the range_end that selects every key starting with prefix
-inline std::string
-prefix_end(std::string prefix)
-{
-	prefix.back() = static_cast<char>(prefix.back() + 1); // '/' + 1 = '0'
-	return prefix;
-}
-
-// lease_hex -- a lease ID as a key's last part: 16 hex digits for a lock
-// (the layout pglease always wrote), unpadded for an election, exactly as
-// concurrency.Election writes it ("%x"), so a key names the same lease
-// either way
-inline std::string
-lease_hex(std::int64_t lease, bool padded = true)
-{
-	char buf[17];
-	std::snprintf(buf, sizeof buf, padded ? "%016" PRIx64 : "%" PRIx64, static_cast<std::uint64_t>(lease));
-	return buf;
-}
-
-// is_lock_key -- a key of the queue at prefix: the rest is a lease ID in
-// hex, 1 to 16 digits (etcd's own recipes do not pad it); a key with a '/'
-// in the rest belongs to a nested name ("a/b" under "a")
-inline bool
-is_lock_key(std::string_view key, std::string_view prefix)
-{
-	if (key.substr(0, prefix.size()) != prefix || key.size() <= prefix.size() ||
-	    key.size() > prefix.size() + 16)
-		return false;
-	for (char c : key.substr(prefix.size()))
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-			return false;
-	return true;
-}
-
-// The keys a resource's prefix P may hold (docs/shared-leases.md, "etcd"):
-// P<lease id in hex> a lock, the layout of concurrency.Mutex (etcdctl lock),
-// and the writer of the reader-writer layout; P"read/<n>" and P"write/<n>"
-// readers and writers of etcd's rwmutex recipe (recipe.RWMutex: n is its
-// UnixNano, 19 digits; pglease's readers write n = the lease ID as 20
-// digits); P"permit/<limit>/<lease id as 20 digits>" a semaphore's permit.
-// More than 16 digits after "read/", "write/" and the limit keep them apart
-// from the lock keys of nested names ("a/read" locks "P read/<hex>").
-enum class KeyKind { lock, reader, writer, permit };
-
-struct KeyShape {
-	KeyKind kind = KeyKind::lock;
-	std::uint32_t limit = 0; // a permit's
-};
-
-// decimal_run -- s is a run of lo..hi decimal digits
-inline bool
-decimal_run(std::string_view s, std::size_t lo, std::size_t hi)
-{
-	if (s.size() < lo || s.size() > hi)
-		return false;
-	return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// shape_of -- what the key of the queue at prefix is; nullopt: not a key of
-// this queue (another name's, or not a recipe's)
-inline std::optional<KeyShape>
-shape_of(std::string_view key, std::string_view prefix)
-{
-	if (key.substr(0, prefix.size()) != prefix)
-		return std::nullopt;
-	if (is_lock_key(key, prefix))
-		return KeyShape{KeyKind::lock, 0};
-	std::string_view rest = key.substr(prefix.size());
-	auto after = [&](std::string_view head) {
-		return rest.substr(0, head.size()) == head ? rest.substr(head.size()) : std::string_view{};
-	};
-	if (decimal_run(after("read/"), 17, 20))
-		return KeyShape{KeyKind::reader, 0};
-	if (decimal_run(after("write/"), 17, 20))
-		return KeyShape{KeyKind::writer, 0};
-	std::string_view permit = after("permit/");
-	auto slash = permit.find('/');
-	if (slash == std::string_view::npos || !decimal_run(permit.substr(slash + 1), 20, 20) ||
-	    !decimal_run(permit.substr(0, slash), 1, 5) || permit[0] == '0')
-		return std::nullopt;
-	std::uint32_t limit = 0;
-	for (char c : permit.substr(0, slash))
-		limit = limit * 10 + static_cast<std::uint32_t>(c - '0');
-	return KeyShape{KeyKind::permit, limit};
-}
-
-// shaped_key -- the key a grant of that shape queues under its lease
-inline std::string
-shaped_key(const std::string &prefix, KeyShape shape, std::int64_t lease)
-{
-	char digits[21];
-	std::snprintf(digits, sizeof digits, "%020" PRIu64, static_cast<std::uint64_t>(lease));
-	switch (shape.kind) {
-	case KeyKind::reader:
-		return prefix + "read/" + digits;
-	case KeyKind::permit:
-		return prefix + "permit/" + std::to_string(shape.limit) + "/" + digits;
-	default:
-		return prefix + lease_hex(lease, true);
-	}
-}
 
 // too_large -- a reply that means the request can never succeed because of its
 // size: gRPC's own limit answers RESOURCE_EXHAUSTED ("received message larger
@@ -287,13 +172,6 @@ public:
 		return revision;
 	}
 
-	struct Kv {
-		std::string key;
-		std::int64_t create_revision = 0;
-		std::int64_t lease = 0;
-		std::string value; // the holder label; read only when asked for
-		KeyShape shape;
-	};
 	struct Range {
 		std::vector<Kv> kvs; // lock keys of the resource only
 		std::int64_t revision = 0;

@@ -17,7 +17,7 @@
 // store is old" or "user name is empty" is authenticated again once and sent
 // again, within the deadline of the call.
 //
-// No recipe lives here (see etcd/locker.cpp).
+// No recipe lives here (see etcd/locker.cpp); base64 and int64s: etcd/codec.cpp.
 //
 // Locking: Gateway::mu_ guards the idle curl handles, the preferred endpoint,
 // the backoff state and the token; no lock is held across a request except

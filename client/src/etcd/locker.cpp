@@ -3,9 +3,8 @@
 // the same queue as concurrency.Election's campaign (an election's key holds
 // its value; reading and observing it: etcd/election.cpp).
 //
-// Prefixes: "pglease/lock/" below stands for the URL's lock_prefix= (its
-// default); an election's keys lie under election_prefix= ("pglease/election/"
-// by default), named by the lease ID unpadded ("%x", as etcd's recipes do).
+// The keys, their prefixes and which key waits for which: etcd/layout.hpp;
+// the grant and the pool of released grants' leases: etcd/grant.hpp.
 //
 // Recipe: acquire grants an etcd lease (LeaseGrant; the TTL in whole seconds,
 // rounded up: etcd leases have no finer unit, so 1500ms is a 2 s lease; the
@@ -33,18 +32,13 @@
 //
 // Shared leases and semaphores (docs/shared-leases.md, "etcd") queue in the
 // same prefix, in the key layout of etcd's rwmutex recipe (recipe.RWMutex of
-// etcd's Go package experimental/recipes): a reader puts "pglease/lock/<resource>/
-// read/<lease id, 20 digits>" and holds once no lock or writer key is older
-// than its own (it watches the latest older one); a lock is the recipe's
-// writer, its key the Mutex key above, and waits for every older key of any
-// shape, the recipe's "write/<n>" writers included.  A permit of a
-// semaphore of N puts ".../permit/<N>/<lease id, 20 digits>" and holds once
-// fewer than N permit keys are older (it watches the prefix: a release
-// wakes the semaphore's waiters, each one range read).  The limit is in
-// every permit key's name, so each request sees it: one that names another
-// limit than the oldest key of the resource (its grants, or with none its
-// first waiter; a lock and a reader name 0) is refused with LS003 and its key
-// revoked.
+// etcd's Go package experimental/recipes): a reader, a lock (the recipe's
+// writer) and a permit each put their key and hold once the older keys let
+// them (etcd/layout.hpp, blocker); a reader or a lock watches the latest
+// older key in its way, a permit the whole prefix (a release wakes the
+// semaphore's waiters, each one range read).  A request naming another
+// limit than the oldest key of the resource is refused with LS003 and its
+// key revoked.
 //
 // Time: every call has one deadline: statement_grace for renew, release and
 // the token calls; wait + statement_grace for acquire, each of its requests
@@ -62,9 +56,8 @@
 // its lease, which deletes its key.  A released grant's lease, holding no key
 // any more, is kept in the locker's pool (ClientOptions::max_idle_connections)
 // for the next acquire with the same TTL, after a keepalive: no
-// LeaseGrant/LeaseRevoke per grant.  Keys of resource "a/b" lie under the
-// prefix of resource "a", so a queue read keeps only keys whose rest after the
-// prefix is 16 hex digits.
+// LeaseGrant/LeaseRevoke per grant.  A renewal's calls end by the lease's
+// local deadline too (etcd_locker_test RenewalInFlightAtTheDeadlineEndsByIt).
 //
 // Token calls act only on the holder's key (no lock key of the resource
 // created before it): a queued waiter's token answers false and its key stays.
@@ -75,8 +68,6 @@
 // invalid_argument naming the granted TTL; a shorter ttl refreshes the lease
 // to its granted TTL (held at least as long as asked).
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <optional>
 #include <thread>
 
@@ -85,252 +76,14 @@
 #include "etcd/component.hpp"
 #include "etcd/election.hpp"
 #include "etcd/gateway.hpp"
+#include "etcd/grant.hpp"
+#include "etcd/layout.hpp"
 
 namespace pglease::detail {
 
 namespace {
 
 using namespace etcd; // NOLINT(google-build-using-namespace): the recipe is etcd's
-
-// A grant's lock key, by name and by create revision (= token).
-struct LockKey {
-	std::string prefix; // of its queue: queue_prefix(lock or election prefix, name)
-	std::string key;
-	std::int64_t lease = 0;
-	std::int64_t revision = 0;
-};
-
-// still_there -- the lock key exists with its create revision
-Result<bool>
-still_there(Api &api, const LockKey &lock, Clock::time_point deadline)
-{
-	auto range = api.lock_keys(lock.prefix, lock.revision, lock.revision, deadline, false, true);
-	if (!range)
-		return range.error();
-	for (const auto &kv : range->kvs)
-		if (kv.key == lock.key)
-			return true;
-	return false;
-}
-
-// blocker -- the key `mine` must outlast before it holds, of the keys of
-// its queue created before it; nullptr: it holds now.  A lock (a writer)
-// waits for every key ahead; a reader for every key ahead but readers; a
-// permit for every key ahead but permits of its own limit, and for those
-// only once `limit` of them are ahead.  For a reader and a lock: the latest
-// such key, the one just before it (no herd).
-const Api::Kv *
-blocker(const std::vector<Api::Kv> &queue, const Api::Kv &mine)
-{
-	const Api::Kv *latest = nullptr;
-	std::uint32_t permits_ahead = 0;
-	bool other_ahead = false;
-	for (const auto &kv : queue) {
-		if (kv.create_revision >= mine.create_revision)
-			continue;
-		bool blocks = true;
-		if (mine.shape.kind == KeyKind::reader) {
-			blocks = kv.shape.kind != KeyKind::reader;
-		} else if (mine.shape.kind == KeyKind::permit) {
-			if (kv.shape.kind == KeyKind::permit && kv.shape.limit == mine.shape.limit)
-				++permits_ahead;
-			else
-				other_ahead = true;
-		}
-		if (blocks && (!latest || kv.create_revision > latest->create_revision))
-			latest = &kv;
-	}
-	if (mine.shape.kind == KeyKind::permit && !other_ahead && permits_ahead < mine.shape.limit)
-		return nullptr;
-	return latest;
-}
-
-// limit_of -- the limit a key's grant names: a permit's, 0 for the others
-std::uint32_t
-limit_of(KeyShape shape)
-{
-	return shape.kind == KeyKind::permit ? shape.limit : 0;
-}
-
-// sharing_of -- what a limit makes of a resource, for LS003's message
-std::string
-sharing_of(std::uint32_t limit)
-{
-	return limit == 0 ? std::string{"a lock (exclusive or shared)"}
-	                  : "a semaphore of " + std::to_string(limit) + " permits";
-}
-
-// mismatch -- the first key of the queue (the resource's current grants, or
-// with none its first waiter) names another limit than `mine`: refused with
-// LS003 (docs/shared-leases.md).  Every request compares itself with the
-// same first key, so keys of two limits are never granted together; a key
-// that raced past the check (the first key went between) still waits for
-// every key ahead of another limit (blocker).
-std::optional<Error>
-mismatch(std::string_view resource, const std::vector<Api::Kv> &queue, const Api::Kv &mine)
-{
-	const Api::Kv *first = &mine;
-	for (const auto &kv : queue)
-		if (kv.create_revision < first->create_revision)
-			first = &kv;
-	if (limit_of(first->shape) == limit_of(mine.shape))
-		return std::nullopt;
-	return Error{Errc::invalid_argument, "LS003",
-	             "lease \"" + std::string(resource) + "\" is " + sharing_of(limit_of(first->shape)) +
-	                 ", and this request asks for " + sharing_of(limit_of(mine.shape))};
-}
-
-// LeasePool -- the etcd leases of cleanly released grants (their lock key
-// deleted, so they hold no key), kept for the next acquire with the same TTL:
-// a grant then costs no LeaseGrant and LeaseRevoke, two of the four raft
-// writes it cost otherwise.  A pooled lease is used again only after a
-// keepalive says it is still alive (a keepalive is not a raft write); the
-// ones left when the pool goes are revoked.
-class LeasePool {
-public:
-	LeasePool(std::shared_ptr<Api> api, std::size_t max_idle) : api_(std::move(api)), max_idle_(max_idle) {}
-	~LeasePool()
-	{
-		// one deadline for them all: a frozen server costs one statement_grace
-		const auto deadline = api_->gateway().call_deadline();
-		for (auto &[ttl, lease] : idle_)
-			(void)api_->revoke(lease, deadline);
-	}
-	LeasePool(const LeasePool &) = delete;
-	LeasePool &operator=(const LeasePool &) = delete;
-
-	/// A pooled lease of ttl_seconds, alive and refreshed; 0 when none.
-	std::int64_t take(std::int64_t ttl_seconds, Clock::time_point deadline)
-	{
-		for (;;) {
-			std::int64_t lease = 0;
-			{
-				std::lock_guard<std::mutex> lk(mu_);
-				auto it = std::find_if(idle_.begin(), idle_.end(),
-				                       [&](const auto &e) { return e.first == ttl_seconds; });
-				if (it == idle_.end())
-					return 0;
-				lease = it->second;
-				idle_.erase(it);
-			}
-			auto left = api_->keepalive(lease, deadline);
-			if (left && *left > 0)
-				return lease;
-			(void)api_->revoke(lease, deadline); // gone or unknown: not worth keeping
-			if (Clock::now() >= deadline)
-				return 0;
-		}
-	}
-
-	void give(std::int64_t lease, std::int64_t ttl_seconds, Clock::time_point deadline)
-	{
-		{
-			std::lock_guard<std::mutex> lk(mu_);
-			if (idle_.size() < max_idle_) {
-				idle_.emplace_back(ttl_seconds, lease);
-				return;
-			}
-		}
-		(void)api_->revoke(lease, deadline);
-	}
-
-private:
-	std::shared_ptr<Api> api_;
-	const std::size_t max_idle_;
-	std::mutex mu_;
-	std::vector<std::pair<std::int64_t, std::int64_t>> idle_; // (TTL in seconds, lease ID)
-};
-
-// refused_ttl -- etcd cannot change a lease's TTL: a keepalive refreshes it to
-// the TTL it was granted with, so a renewal asking for longer would be a lie
-Error
-refused_ttl(std::int64_t token, std::int64_t granted, milliseconds ttl)
-{
-	return Error{Errc::invalid_argument, "22023",
-	             "etcd cannot change a lease's TTL: the lease of token " + std::to_string(token) +
-	                 " was granted for " + std::to_string(granted) + "s, so it cannot be renewed for " +
-	                 format_duration(ttl) + " (renew with a ttl of at most " + std::to_string(granted) +
-	                 "s, or acquire with the longer ttl)"};
-}
-
-class EtcdGrant final : public Grant {
-public:
-	EtcdGrant(std::shared_ptr<Api> api, LockKey lock, std::shared_ptr<LeasePool> pool,
-	          std::int64_t ttl_seconds, Clock::time_point deadline) noexcept
-	    : api_(std::move(api)), lock_(std::move(lock)), pool_(std::move(pool)), ttl_seconds_(ttl_seconds),
-	      deadline_(deadline)
-	{
-	}
-
-	// a keepalive refreshes the lease to the TTL it was granted with: ttl is
-	// the grant's own (Lease::renew), anything longer is refused.  A renewal
-	// ends by the lease's local deadline too: an answer after it comes too
-	// late (the lease is lost then), and a call cut off by the network would
-	// otherwise hold the renewal thread, and on_lost, up to statement_grace
-	// past it
-	Result<bool> renew(milliseconds ttl) noexcept override
-	{
-		try {
-			if (ttl_seconds_of(ttl) > ttl_seconds_)
-				return refused_ttl(lock_.revision, ttl_seconds_, ttl);
-			const auto sent = Clock::now();
-			const auto deadline = std::min(api_->gateway().call_deadline(), deadline_);
-			auto left = api_->keepalive(lock_.lease, deadline);
-			if (!left)
-				return left.error();
-			if (*left <= 0)
-				return false;
-			auto there = still_there(*api_, lock_, deadline);
-			if (!there)
-				return there.error();
-			if (!*there) // the key was deleted server-side: end the lease too
-				(void)api_->revoke(lock_.lease, api_->gateway().call_deadline());
-			else
-				deadline_ = deadline_after(sent, ttl);
-			return *there;
-		} catch (...) {
-			return Error{Errc::internal, "", "out of memory"};
-		}
-	}
-	// delete the key; the lease, holding no key now, goes to the pool
-	Result<bool> release() noexcept override
-	{
-		try {
-			const auto deadline = api_->gateway().call_deadline();
-			auto deleted = api_->delete_key(lock_.key, lock_.revision, deadline);
-			if (deleted && *deleted && pool_) {
-				pool_->give(lock_.lease, ttl_seconds_, deadline);
-				return true;
-			}
-			auto revoked = api_->revoke(lock_.lease, deadline);
-			if (!deleted)
-				return deleted.error();
-			if (!revoked)
-				return revoked.error();
-			return *deleted;
-		} catch (...) {
-			return Error{Errc::internal, "", "out of memory"};
-		}
-	}
-	// an election's grant: the value is put on the key only while it has
-	// this term's create revision (concurrency.Election's Proclaim)
-	Result<bool> proclaim(std::string_view value) noexcept override
-	{
-		try {
-			return api_->proclaim(lock_.key, lock_.revision, lock_.lease, value,
-			                      api_->gateway().call_deadline());
-		} catch (...) {
-			return Error{Errc::internal, "", "out of memory"};
-		}
-	}
-
-private:
-	std::shared_ptr<Api> api_;
-	LockKey lock_;
-	std::shared_ptr<LeasePool> pool_;
-	const std::int64_t ttl_seconds_;
-	Clock::time_point deadline_; // the lease's local deadline (renew runs on one thread at a time)
-};
 
 class EtcdLocker final : public LockerBase {
 public:
@@ -486,8 +239,8 @@ private:
 		Clock::time_point step() const { return std::min(end, gateway->call_deadline()); }
 	};
 
-	Result<Granted> timed_out(std::string_view resource, const LeaseOptions &options, std::int64_t lease,
-	                          const Budget &budget)
+	Error timed_out(std::string_view resource, const LeaseOptions &options, std::int64_t lease,
+	                const Budget &budget)
 	{
 		// best effort: otherwise the key goes with its lease, no longer kept alive
 		(void)api_->revoke(lease, budget.step());
@@ -498,12 +251,12 @@ private:
 
 	// hold -- the queued key is first: the grant, as it is (its lease is the
 	// full TTL's, alive since alive_since)
-	Result<Granted> hold(LockKey lock, const LeaseOptions &options, Clock::time_point alive_since)
+	Granted hold(LockKey lock, const LeaseOptions &options, Clock::time_point alive_since)
 	{
 		Granted g;
 		g.token = lock.revision;
 		g.deadline = deadline_after(alive_since, options.ttl);
-		g.grant = std::make_unique<EtcdGrant>(api_, std::move(lock), pool_, ttl_seconds_of(options.ttl), g.deadline);
+		g.grant = make_grant(api_, std::move(lock), pool_, ttl_seconds_of(options.ttl), g.deadline);
 		return g;
 	}
 
@@ -518,7 +271,7 @@ private:
 
 	// take -- queue a key at prefix (value: the holder label of a lock, the
 	// proclamation of an election), then wait until the keys ahead of it let
-	// it hold (blocker)
+	// it hold (blocker); queue again when its lease expired while queued
 	Result<Granted> take(const std::string &prefix, std::string_view resource, const LeaseOptions &options,
 	                     const std::string &value, milliseconds heartbeat, Shape shape)
 	{
@@ -526,82 +279,111 @@ private:
 		budget.gateway = &api_->gateway();
 		budget.give_up = deadline_after(Clock::now(), options.wait);
 		budget.end = deadline_after(budget.give_up, budget.gateway->options().statement_grace);
-		// the key queues under the lease it will hold with, of the full TTL,
-		// kept alive every heartbeat as the grant will be (the file's comment)
-		const std::int64_t ttl_seconds = ttl_seconds_of(options.ttl);
 		for (;;) { // once per place in the queue
 			auto alive_since = Clock::now();
-			Result<std::int64_t> lease = pool_->take(ttl_seconds, budget.step());
-			if (*lease == 0)
-				lease = api_->lease_grant(ttl_seconds, budget.step());
-			if (!lease)
-				return lease.error();
-			LockKey lock{prefix,
-			             shape.padded ? shaped_key(prefix, shape.key, *lease)
-			                          : prefix + lease_hex(*lease, false),
-			             *lease, 0};
-			auto revision = api_->create_key(lock.key, value, lock.lease, budget.step());
-			if (!revision) {
-				(void)api_->revoke(lock.lease, budget.step());
-				return revision.error();
-			}
-			lock.revision = *revision;
-			bool checked = false; // the limit, once per key
-			for (;;) {            // once per wake-up
-				auto queue =
-				    api_->lock_keys(prefix, 0, lock.revision, budget.step(), false, shape.shared_layout);
-				if (!queue) {
-					if (queue.error().code == Errc::unavailable &&
-					    Clock::now() + watch_retry < budget.give_up) {
-						std::this_thread::sleep_for(watch_retry); // failing over, maybe
-						continue;
-					}
-					(void)api_->revoke(lock.lease, budget.step());
-					return queue.error();
-				}
-				const Api::Kv *mine = nullptr;
-				for (const auto &kv : queue->kvs)
-					if (kv.create_revision == lock.revision && kv.key == lock.key)
-						mine = &kv;
-				if (!mine)
-					break; // our lease expired while queued: the key is gone, queue again
-				if (!checked) {
-					checked = true;
-					if (auto refused = mismatch(resource, queue->kvs, *mine)) {
-						(void)api_->revoke(lock.lease, budget.step()); // its key goes with it
-						return *refused;
-					}
-				}
-				const Api::Kv *predecessor = blocker(queue->kvs, *mine);
-				if (!predecessor)
-					return hold(std::move(lock), options, alive_since);
-				auto now = Clock::now();
-				if (now >= budget.give_up)
-					return timed_out(resource, options, lock.lease, budget);
-				auto slice = std::min(std::chrono::ceil<milliseconds>(budget.give_up - now), heartbeat);
-				bool woken = false;
-				if (mine->shape.kind == KeyKind::permit) {
-					// any key ahead may be the one whose going admits it:
-					// every delete under the prefix wakes the semaphore's waiters
-					auto ended =
-					    api_->gateway().watch(prefix, prefix_end(prefix), queue->revision + 1, slice, true);
-					woken = static_cast<bool>(ended);
-				} else {
-					auto ended = api_->gateway().wait_deleted(predecessor->key, queue->revision + 1, slice);
-					woken = static_cast<bool>(ended);
-				}
-				if (!woken) // the watch failed: poll instead
-					std::this_thread::sleep_for(std::min(watch_retry, slice));
-				if (Clock::now() - alive_since >= heartbeat) {
-					auto sent = Clock::now();
-					auto left = api_->keepalive(lock.lease, budget.step());
-					if (left && *left > 0)
-						alive_since = sent;
-				}
-			}
+			auto lock = queue_key(prefix, value, ttl_seconds_of(options.ttl), shape, budget);
+			if (!lock)
+				return lock.error();
+			auto held = wait_first(*lock, resource, options, heartbeat, shape, budget, alive_since);
+			if (!held)
+				return held.error();
+			if (*held)
+				return std::move(**held);
 			if (Clock::now() >= budget.give_up)
-				return timed_out(resource, options, lock.lease, budget);
+				return timed_out(resource, options, lock->lease, budget);
 		}
+	}
+
+	// queue_key -- our key at prefix, under the lease it will hold with, of
+	// the full TTL (a pooled one, or a new one), kept alive every heartbeat
+	// as the grant will be (the file's comment)
+	Result<LockKey> queue_key(const std::string &prefix, const std::string &value, std::int64_t ttl_seconds,
+	                          const Shape &shape, const Budget &budget)
+	{
+		Result<std::int64_t> lease = pool_->take(ttl_seconds, budget.step());
+		if (*lease == 0)
+			lease = api_->lease_grant(ttl_seconds, budget.step());
+		if (!lease)
+			return lease.error();
+		LockKey lock{prefix,
+		             shape.padded ? shaped_key(prefix, shape.key, *lease) : prefix + lease_hex(*lease, false),
+		             *lease, 0};
+		auto revision = api_->create_key(lock.key, value, lock.lease, budget.step());
+		if (!revision) {
+			(void)api_->revoke(lock.lease, budget.step());
+			return revision.error();
+		}
+		lock.revision = *revision;
+		return lock;
+	}
+
+	// wait_first -- until the keys ahead of ours let it hold: the grant;
+	// nullopt when our key is gone (its lease expired while queued: queue
+	// again).  The limit is checked once, at the first read.
+	Result<std::optional<Granted>> wait_first(LockKey &lock, std::string_view resource,
+	                                          const LeaseOptions &options, milliseconds heartbeat,
+	                                          const Shape &shape, const Budget &budget,
+	                                          Clock::time_point &alive_since)
+	{
+		bool checked = false; // the limit, once per key
+		for (;;) {            // once per wake-up
+			auto queue =
+			    api_->lock_keys(lock.prefix, 0, lock.revision, budget.step(), false, shape.shared_layout);
+			if (!queue) {
+				if (queue.error().code == Errc::unavailable && Clock::now() + watch_retry < budget.give_up) {
+					std::this_thread::sleep_for(watch_retry); // failing over, maybe
+					continue;
+				}
+				(void)api_->revoke(lock.lease, budget.step());
+				return queue.error();
+			}
+			const Kv *mine = nullptr;
+			for (const auto &kv : queue->kvs)
+				if (kv.create_revision == lock.revision && kv.key == lock.key)
+					mine = &kv;
+			if (!mine)
+				return std::optional<Granted>{};
+			if (!checked) {
+				checked = true;
+				if (auto refused = mismatch(resource, queue->kvs, *mine)) {
+					(void)api_->revoke(lock.lease, budget.step()); // its key goes with it
+					return *refused;
+				}
+			}
+			const Kv *predecessor = blocker(queue->kvs, *mine);
+			if (!predecessor)
+				return std::optional<Granted>{hold(std::move(lock), options, alive_since)};
+			auto now = Clock::now();
+			if (now >= budget.give_up)
+				return timed_out(resource, options, lock.lease, budget);
+			auto slice = std::min(std::chrono::ceil<milliseconds>(budget.give_up - now), heartbeat);
+			pause(lock.prefix, *mine, predecessor->key, queue->revision, slice);
+			if (Clock::now() - alive_since >= heartbeat) {
+				auto sent = Clock::now();
+				auto left = api_->keepalive(lock.lease, budget.step());
+				if (left && *left > 0)
+					alive_since = sent;
+			}
+		}
+	}
+
+	// pause -- until the key in our way is deleted (a permit: any key under
+	// the prefix, whose going may admit it: every delete wakes the
+	// semaphore's waiters), or slice passes; a watch that failed is a short
+	// sleep (the caller polls)
+	void pause(const std::string &prefix, const Kv &mine, const std::string &predecessor,
+	           std::int64_t revision, milliseconds slice)
+	{
+		bool woken = false;
+		if (mine.shape.kind == KeyKind::permit) {
+			auto ended = api_->gateway().watch(prefix, prefix_end(prefix), revision + 1, slice, true);
+			woken = static_cast<bool>(ended);
+		} else {
+			auto ended = api_->gateway().wait_deleted(predecessor, revision + 1, slice);
+			woken = static_cast<bool>(ended);
+		}
+		if (!woken) // the watch failed: poll instead
+			std::this_thread::sleep_for(std::min(watch_retry, slice));
 	}
 
 	std::shared_ptr<Api> api_;

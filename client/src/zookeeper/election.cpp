@@ -1,10 +1,11 @@
-// zookeeper/election.cpp -- an election's folder read and watched, the
-// leader's proclaim, and the followers' read session (election.hpp).
+// zookeeper/election.cpp -- a candidate's campaign, an election's folder
+// read and watched, the leader's proclaim, and the followers' read session
+// (election.hpp).
 #include "zookeeper/election.hpp"
 
 #include <algorithm>
 
-#include "detail/provider.hpp"
+#include "zookeeper/recipes.hpp"
 
 namespace pglease::detail::zookeeper {
 
@@ -13,12 +14,6 @@ namespace {
 // The read session's timeout: it holds no node, so it only bounds how long
 // the server keeps its watches across a lost connection.
 constexpr milliseconds read_session_ttl{10000};
-
-Error
-failure(const Answer &a, const std::string &hosts, const std::string &what, milliseconds bound)
-{
-	return a.answered ? error_of(a.rc, hosts, what) : unanswered(hosts, what, bound);
-}
 
 // no_folder -- nobody leads: the folder does not exist (never campaigned,
 // or the server reaped the empty container).  With watch, an exists watch
@@ -37,6 +32,14 @@ no_folder(Session &s, const std::string &folder, bool watch, Clock::time_point u
 }
 
 } // namespace
+
+Result<Granted>
+take_leadership(const Context &ctx, std::string_view election, std::string_view value,
+                const LeaseOptions &options)
+{
+	static const Recipe candidate{{"lock-"}, false, false, true};
+	return take(ctx, election_folder(ctx.target, election), value, candidate, election, options);
+}
 
 Result<LeaderView>
 read_view(Session &s, const std::string &folder, bool watch, Clock::time_point until,

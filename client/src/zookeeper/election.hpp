@@ -1,6 +1,7 @@
 // zookeeper/election.hpp -- what the ZooKeeper provider's elections add to
-// its locks: reading and watching an election's folder, proclaiming on the
-// leader's own node, and the session followers read through.
+// its locks: a candidate's campaign, reading and watching an election's
+// folder, proclaiming on the leader's own node, and the session followers
+// read through.
 //
 // An election is a lock whose nodes carry the candidate's value as data:
 // exactly the layout of Curator's LeaderSelector (an InterProcessMutex whose
@@ -15,12 +16,21 @@
 #include <string>
 #include <string_view>
 
+#include "detail/provider.hpp"
 #include "pglease/election.hpp"
 #include "pglease/result.hpp"
+#include "zookeeper/nodes.hpp"
 #include "zookeeper/session.hpp"
 #include "zookeeper/target.hpp"
 
 namespace pglease::detail::zookeeper {
+
+/// A campaign: a lock (lock.cpp) in the election's folder
+/// <root>/.election/<election> (target.hpp) whose one "lock-" node carries
+/// the value (a LeaderSelector participant's id) instead of the holder
+/// label; granted when it leads.  Its grant's proclaim is publish().
+[[nodiscard]] Result<Granted> take_leadership(const Context &ctx, std::string_view election,
+                                              std::string_view value, const LeaseOptions &options);
 
 /// The election whose candidates queue in folder, now: getChildren, then
 /// getData of the lowest lock node (the next one if it was deleted between

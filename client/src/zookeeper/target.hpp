@@ -57,7 +57,7 @@ struct Target {
 /// leader) first; other names left out.
 [[nodiscard]] std::vector<std::string> lock_nodes_in_order(std::vector<std::string> children);
 
-/// The nodes of a resource's queue (locker.cpp), by the name Curator gives
+/// The nodes of a resource's queue (lock.cpp, shared.cpp), by the name Curator gives
 /// each recipe's nodes, protected (_c_<guid>-<name><10 digits>):
 /// lock: "lock-", InterProcessMutex (and pglease's locks since issue 23);
 /// read and write: "__READ__" and "__WRIT__", InterProcessReadWriteLock.
@@ -76,7 +76,7 @@ struct QueueNode {
 /// is granted.  A reader (shared) waits for every earlier writer: a "__WRIT__"
 /// node, or a "lock-" node (a plain lock, Curator's mutex); an exclusive
 /// request waits for every earlier node.  Its own nodes (a writer has two,
-/// consecutive: locker.cpp) are not in its way.  Empty as well when none of
+/// consecutive: lock.cpp) are not in its way.  Empty as well when none of
 /// the nodes is its own (the caller checks that first).
 [[nodiscard]] std::string blocker(const std::vector<QueueNode> &queue, const std::string &own_prefix,
                                   bool shared);
