@@ -166,10 +166,6 @@ protected:
 	Result<Granted> grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
 	                      milliseconds heartbeat) override
 	{
-		if (options.strategy == Strategy::advisory)
-			return Error{
-			    Errc::invalid_argument, "",
-			    "the etcd provider offers Strategy::lease and ephemeral (an etcd lease), no advisory locks"};
 		// acquire() turns a throw into Errc::internal
 		Shape shape;
 		shape.key.kind = options.limit > 0              ? KeyKind::permit
@@ -185,10 +181,6 @@ protected:
 	                                 const LeaseOptions &options, const std::string &,
 	                                 milliseconds heartbeat) override
 	{
-		if (options.strategy == Strategy::advisory)
-			return Error{Errc::invalid_argument, "",
-			             "the etcd provider campaigns with Strategy::lease and ephemeral (an etcd lease), no "
-			             "advisory locks"};
 		Shape shape;
 		shape.padded = shape.shared_layout = false;
 		return take(queue_prefix(election_prefix_, election), election, options, std::string{value},

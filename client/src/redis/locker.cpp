@@ -163,9 +163,6 @@ protected:
 	Result<Granted> grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
 	                      milliseconds) override
 	{
-		if (options.strategy != Strategy::lease || options.session_bound)
-			return Error{Errc::invalid_argument, "",
-			             "the Redis provider offers Strategy::lease only (no sessions, no advisory locks)"};
 		return take(resource, options, holder, nullptr); // acquire() turns a throw into Errc::internal
 	}
 
@@ -174,9 +171,6 @@ protected:
 	                                 const LeaseOptions &options, const std::string &holder,
 	                                 milliseconds) override
 	{
-		if (options.strategy != Strategy::lease || options.session_bound)
-			return Error{Errc::invalid_argument, "",
-			             "the Redis provider offers Strategy::lease only (no sessions, no advisory locks)"};
 		const std::string kept{value};
 		return take(election, options, holder, &kept);
 	}

@@ -220,9 +220,6 @@ protected:
 	Result<Granted> grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
 	                      milliseconds) override
 	{
-		if (options.strategy != Strategy::lease || options.session_bound)
-			return Error{Errc::invalid_argument, "",
-			             "the Redlock provider offers Strategy::lease only (no sessions, no advisory locks)"};
 		return take(resource, options, holder); // acquire() turns a throw into Errc::internal
 	}
 

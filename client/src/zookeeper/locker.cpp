@@ -109,10 +109,6 @@ protected:
 	Result<Granted> grant(std::string_view resource, const LeaseOptions &options, const std::string &holder,
 	                      milliseconds) override
 	{
-		if (options.strategy == Strategy::advisory)
-			return Error{Errc::invalid_argument, "",
-			             "the ZooKeeper provider has no advisory locks (Strategy::lease or ephemeral: "
-			             "every ZooKeeper grant ends with its session)"};
 		// acquire() turns a throw into Errc::internal
 		const std::string folder = ctx_.target.root + "/" + zookeeper::encode_resource(resource);
 		if (options.limit > 0)
@@ -127,9 +123,6 @@ protected:
 	Result<Granted> grant_leadership(std::string_view election, std::string_view value,
 	                                 const LeaseOptions &options, const std::string &, milliseconds) override
 	{
-		if (options.strategy == Strategy::advisory)
-			return Error{Errc::invalid_argument, "",
-			             "the ZooKeeper provider has no advisory elections (Strategy::lease or ephemeral)"};
 		return zookeeper::take_leadership(ctx_, election, value, options);
 	}
 
