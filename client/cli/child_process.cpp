@@ -229,14 +229,11 @@ dismiss(Spawned &spawned)
 	}
 }
 
-} // namespace
-
-int
-spawn_command(const std::vector<std::string> &command, const Environment &env, Spawned &spawned)
+// child_environment -- the command's environment: pglease's own, with env's
+// variables set and the DSN's removed
+std::vector<std::string>
+child_environment(const Environment &env)
 {
-	// Everything the children need is built here: the renewal thread is
-	// running, so any allocation (or setenv) between fork and exec would be
-	// undefined.
 	std::vector<std::string> env_strings;
 	for (const auto &[name, value] : env)
 		env_strings.push_back(name + "=" + value);
@@ -254,6 +251,18 @@ spawn_command(const std::vector<std::string> &command, const Environment &env, S
 		if (!replaced && !named(dsn_variable))
 			env_strings.emplace_back(entry);
 	}
+	return env_strings;
+}
+
+} // namespace
+
+int
+spawn_command(const std::vector<std::string> &command, const Environment &env, Spawned &spawned)
+{
+	// Everything the children need is built here: the renewal thread is
+	// running, so any allocation (or setenv) between fork and exec would be
+	// undefined.
+	std::vector<std::string> env_strings = child_environment(env);
 	std::vector<char *> envp;
 	for (auto &e : env_strings)
 		envp.push_back(e.data());

@@ -1,6 +1,6 @@
 // connect.cpp -- pglease::connect(url): the URL's scheme picks the provider.
 //
-// PostgreSQL (the flagship, postgres/) and memory are part of the core library.  The
+// PostgreSQL (postgres/) and memory are part of the core library.  The
 // other providers are components (pglease::redis, ...) with libraries of
 // their own: a component registers its schemes from a static initializer
 // when it is linked in, so a service that links only the core pulls in no
@@ -65,36 +65,6 @@ Result<std::unique_ptr<Locker>> connect_memory(std::string_view name, const Clie
 Result<std::unique_ptr<Locker>> connect_postgres(std::string_view dsn, const ClientOptions &options) noexcept;
 
 } // namespace detail
-
-Result<bool>
-Locker::renew(std::string_view, std::int64_t, std::chrono::milliseconds) noexcept
-{
-	return Error{Errc::invalid_argument, "",
-	             "the " + std::string{provider()} + " provider cannot renew a lease by its token"};
-}
-
-Result<bool>
-Locker::release(std::string_view, std::int64_t) noexcept
-{
-	return Error{Errc::invalid_argument, "",
-	             "the " + std::string{provider()} + " provider cannot release a lease by its token"};
-}
-
-// a Locker of its own that knows no holders refuses rather than ignore one
-Result<bool>
-Locker::renew(std::string_view, std::int64_t, std::string_view, std::chrono::milliseconds) noexcept
-{
-	return Error{Errc::invalid_argument, "",
-	             "the " + std::string{provider()} + " provider cannot renew a lease by its token and holder"};
-}
-
-Result<bool>
-Locker::release(std::string_view, std::int64_t, std::string_view) noexcept
-{
-	return Error{Errc::invalid_argument, "",
-	             "the " + std::string{provider()} +
-	                 " provider cannot release a lease by its token and holder"};
-}
 
 namespace {
 

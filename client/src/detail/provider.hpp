@@ -7,7 +7,7 @@
 // grant(): take
 // the resource (waiting at most options.wait), returning a Grant object that
 // knows how to renew and release exactly that grant.  Everything else a
-// Lease does is here and in lease.cpp, once.
+// Lease does is here, in locker_base.cpp, engine.cpp and lease.cpp, once.
 #pragma once
 
 #include <atomic>

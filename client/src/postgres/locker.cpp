@@ -11,7 +11,7 @@
 // sequence (strictly increasing per resource, durable), renew and release
 // act on the exact (resource, token) -- with a holder, only if the grant
 // is that holder's.  What every provider shares (renewal
-// thread, loss reporting, no-nested rule, argument checks) is in lease.cpp;
+// thread, loss reporting, no-nested rule, argument checks) is in detail/;
 // the connections are postgres/pool.cpp's, every SQL call connection.cpp's,
 // the pqxx-typed extras postgres.cpp's.
 //
