@@ -12,7 +12,7 @@
 #                             build/client/pglease)
 #
 # and every ROOT/examples/quickstart/*.cpp is shown under a file: marker of
-# README.md.
+# one of these pages.
 #
 # readme_blocks.sh --selftest: plants each kind of mismatch in a copy of a
 # small tree and checks that it is reported.
@@ -123,10 +123,10 @@ check_tree() {
 	for example in "$ROOT"/examples/quickstart/*.cpp; do
 		[ -f "$example" ] || continue
 		example="${example#"$ROOT/"}"
-		if printf '%s\n' "${SHOWN[@]}" | grep -qxF "README.md $example"; then
+		if printf '%s\n' "${SHOWN[@]}" | grep -q " $example\$"; then
 			ok "readme_shows $example"
 		else
-			not_ok "readme_shows $example" "no <!-- file: $example --> marker in README.md"
+			not_ok "readme_shows $example" "no <!-- file: $example --> marker in README.md or docs/*.md"
 		fi
 	done
 	finish
@@ -135,13 +135,14 @@ check_tree() {
 # ---- selftest: each kind of mismatch is reported ---------------------------
 
 Q=examples/quickstart
+DOC=docs/t.md
 
-# plant NAME README-TEXT -- a tree with that README, a docs page showing
-# a.cpp, two examples and a fake CLI
+# plant NAME README-TEXT -- a tree with that README, two examples, a docs
+# page ($DOC) showing the second, and a fake CLI
 plant() {
 	local tree="$SELF/$1"
 	mkdir -p "$tree/$Q" "$tree/bin" "$tree/docs"
-	printf '<!-- file: %s -->\n```\nint main() { return 0; }\n```\n' "$Q/a.cpp" >"$tree/docs/t.md"
+	printf '<!-- file: %s -->\n```\n// b\nint main() { return 1; }\n```\n' "$Q/b.cpp" >"$tree/$DOC"
 	printf 'int main() { return 0; }\n' >"$tree/$Q/a.cpp"
 	printf '// b\nint main() { return 1; }\n' >"$tree/$Q/b.cpp"
 	printf '#!/bin/sh\necho "fake cli $*"\n' >"$tree/bin/cli"
@@ -186,13 +187,14 @@ ${fence}
 		"no_block_after_marker|3i text|not ok - readme_marker (README.md:2): the marker is not followed"
 		"missing_file|s/a\\.cpp -->/gone.cpp -->/|not ok - readme_block_is_file $Q/gone.cpp"
 		"block_not_closed|\$d|its code block is never closed"
-		"docs_page_differs|s/return 0/return 3/|not ok - readme_block_is_file $Q/a.cpp (docs/t.md:1)|docs/t.md"
+		"docs_page_differs|s/return 1/return 3/|not ok - readme_block_is_file $Q/b.cpp ($DOC:1)|$DOC"
 	)
 	local c name script want page
 	for c in "${cases[@]}"; do
 		IFS='|' read -r name script want page <<<"$c"
 		tree="$(plant "$name" "$good")"
-		sed -i "$script" "$tree/${page:-README.md}"
+		[ -n "$page" ] || page=README.md
+		sed -i "$script" "$tree/$page"
 		if verdict "$tree"; then
 			not_ok "selftest_finds_$name" "the check passed on a planted mismatch ($script)"
 		else
