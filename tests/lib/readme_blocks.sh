@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # readme_blocks.sh [ROOT] -- the README shows files and outputs as they are.
-# In the README.md of ROOT (by default this checkout):
+# In the README.md of ROOT (by default this checkout) and in each of its
+# docs/*.md (the tutorial shows the quick start's files too):
 #
 #   <!-- file: PATH -->       the next line opens a fenced code block whose
 #                             content is the file ROOT/PATH, byte for byte
@@ -10,7 +11,8 @@
 #                             built CLI ($PGLEASE_CLI, default
 #                             build/client/pglease)
 #
-# and every ROOT/examples/quickstart/*.cpp is shown under a file: marker.
+# and every ROOT/examples/quickstart/*.cpp is shown under a file: marker of
+# one of these pages.
 #
 # readme_blocks.sh --selftest: plants each kind of mismatch in a copy of a
 # small tree and checks that it is reported.
@@ -59,9 +61,10 @@ command_output() {
 	(cd "$ROOT" && PATH="$bin:$PATH" bash -c "$1" 2>&1) || true
 }
 
-# check_block N LINE KIND ARGUMENT -- one marker's block against its source
+# check_block PAGE N LINE KIND ARGUMENT -- one marker's block of PAGE (a
+# path in ROOT) against its source
 check_block() {
-	local n="$1" line="$2" kind="$3" arg="$4" where="README.md:$2" expected
+	local page="$1" n="$2" line="$3" kind="$4" arg="$5" where="$1:$3" blocks="$WORK/blocks/${1//\//_}" expected
 	case "$kind" in
 	bad)
 		not_ok "readme_marker ($where)" "$arg"
@@ -79,39 +82,51 @@ check_block() {
 			not_ok "readme_block_is_output $arg ($where)" "the CLI $CLI is not built (cmake --build build/client)"
 			return
 		fi
-		expected="$WORK/expected.$n"
+		expected="$blocks/expected.$n"
 		command_output "$arg" >"$expected"
 		;;
 	esac
-	if cmp -s "$expected" "$WORK/blocks/$n"; then
+	if cmp -s "$expected" "$blocks/$n"; then
 		ok "readme_block_is_${kind} $arg ($where)"
 	else
-		not_ok "readme_block_is_${kind} $arg ($where)" "the block differs from the $kind (diff below: - README, + $kind)"
-		diff -u "$WORK/blocks/$n" "$expected" | sed -n '3,25p' || true
+		not_ok "readme_block_is_${kind} $arg ($where)" "the block differs from the $kind (diff below: - $page, + $kind)"
+		diff -u "$blocks/$n" "$expected" | sed -n '3,25p' || true
 	fi
+}
+
+# check_page PAGE -- every marker's block of ROOT/PAGE; the files it shows
+# are added to SHOWN
+check_page() {
+	local page="$1" blocks="$WORK/blocks/${1//\//_}" manifest n line kind arg
+	mkdir -p "$blocks"
+	manifest="$(blocks "$ROOT/$page" "$blocks")"
+	[ -n "$manifest" ] || [ "$page" != README.md ] ||
+		not_ok readme_has_markers "no <!-- file: --> or <!-- output: --> marker in README.md"
+	while IFS=$'\t' read -r n line kind arg; do
+		[ -n "$n" ] || continue
+		check_block "$page" "$n" "$line" "$kind" "$arg"
+		[ "$kind" != file ] || SHOWN+=("$page $arg")
+	done <<<"$manifest"
 }
 
 check_tree() {
 	ROOT="$(cd "$1" && pwd)"
 	CLI="$(realpath -m "${PGLEASE_CLI:-$ROOT/build/client/pglease}")" # absolute: linked from a directory of its own
-	local readme="$ROOT/README.md" manifest n line kind arg example shown=()
-	[ -f "$readme" ] || die "no README.md in $ROOT"
+	local page example
+	SHOWN=()
+	[ -f "$ROOT/README.md" ] || die "no README.md in $ROOT"
 	work_dir pglease-readme-blocks
-	mkdir -p "$WORK/blocks"
-	manifest="$(blocks "$readme" "$WORK/blocks")"
-	[ -n "$manifest" ] || not_ok readme_has_markers "no <!-- file: --> or <!-- output: --> marker in README.md"
-	while IFS=$'\t' read -r n line kind arg; do
-		[ -n "$n" ] || continue
-		check_block "$n" "$line" "$kind" "$arg"
-		[ "$kind" != file ] || shown+=("$arg")
-	done <<<"$manifest"
+	for page in "$ROOT"/README.md "$ROOT"/docs/*.md; do
+		[ -f "$page" ] || continue
+		check_page "${page#"$ROOT/"}"
+	done
 	for example in "$ROOT"/examples/quickstart/*.cpp; do
 		[ -f "$example" ] || continue
 		example="${example#"$ROOT/"}"
-		if printf '%s\n' "${shown[@]}" | grep -qxF "$example"; then
+		if printf '%s\n' "${SHOWN[@]}" | grep -q " $example\$"; then
 			ok "readme_shows $example"
 		else
-			not_ok "readme_shows $example" "no <!-- file: $example --> marker in README.md"
+			not_ok "readme_shows $example" "no <!-- file: $example --> marker in README.md or docs/*.md"
 		fi
 	done
 	finish
@@ -120,11 +135,14 @@ check_tree() {
 # ---- selftest: each kind of mismatch is reported ---------------------------
 
 Q=examples/quickstart
+DOC=docs/t.md
 
-# plant NAME README-TEXT -- a tree with that README, two examples and a fake CLI
+# plant NAME README-TEXT -- a tree with that README, two examples, a docs
+# page ($DOC) showing the second, and a fake CLI
 plant() {
 	local tree="$SELF/$1"
-	mkdir -p "$tree/$Q" "$tree/bin"
+	mkdir -p "$tree/$Q" "$tree/bin" "$tree/docs"
+	printf '<!-- file: %s -->\n```\n// b\nint main() { return 1; }\n```\n' "$Q/b.cpp" >"$tree/$DOC"
 	printf 'int main() { return 0; }\n' >"$tree/$Q/a.cpp"
 	printf '// b\nint main() { return 1; }\n' >"$tree/$Q/b.cpp"
 	printf '#!/bin/sh\necho "fake cli $*"\n' >"$tree/bin/cli"
@@ -160,8 +178,8 @@ ${fence}
 	tree="$(plant good "$good")"
 	expect selftest_true_readme_passes "$(cat "$tree/out" 2>/dev/null)" 'verdict "$tree"'
 	expect selftest_true_readme_checks_each_block "$(cat "$tree/out")" \
-		'[ "$(grep -c "^ok - readme_block_is_" "$tree/out")" = 3 ] && [ "$(grep -c "^ok - readme_shows" "$tree/out")" = 2 ]'
-	# name, the README changed by sed, what the report must say
+		'[ "$(grep -c "^ok - readme_block_is_" "$tree/out")" = 4 ] && [ "$(grep -c "^ok - readme_shows" "$tree/out")" = 2 ]'
+	# name, the README (or the file named fourth) changed by sed, what the report must say
 	local -a cases=(
 		"file_differs|s/return 1/return 2/|not ok - readme_block_is_file $Q/b.cpp (README.md:6)"
 		"output_differs|s/FAKE CLI/REAL CLI/|not ok - readme_block_is_output pglease --version"
@@ -169,12 +187,14 @@ ${fence}
 		"no_block_after_marker|3i text|not ok - readme_marker (README.md:2): the marker is not followed"
 		"missing_file|s/a\\.cpp -->/gone.cpp -->/|not ok - readme_block_is_file $Q/gone.cpp"
 		"block_not_closed|\$d|its code block is never closed"
+		"docs_page_differs|s/return 1/return 3/|not ok - readme_block_is_file $Q/b.cpp ($DOC:1)|$DOC"
 	)
-	local c name script want
+	local c name script want page
 	for c in "${cases[@]}"; do
-		IFS='|' read -r name script want <<<"$c"
+		IFS='|' read -r name script want page <<<"$c"
 		tree="$(plant "$name" "$good")"
-		sed -i "$script" "$tree/README.md"
+		[ -n "$page" ] || page=README.md
+		sed -i "$script" "$tree/$page"
 		if verdict "$tree"; then
 			not_ok "selftest_finds_$name" "the check passed on a planted mismatch ($script)"
 		else
