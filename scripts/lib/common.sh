@@ -19,8 +19,9 @@
 #                              streamed, then one summary (scripts/lib/runner.sh)
 #   alive, pid_of, wait_gone, claim   the pidfile plumbing of the throwaway
 #                              servers (scripts/redis.sh, etcd.sh, zookeeper.sh)
-#   wait_file, wait_lines, wait_line   until a file is written, has N lines,
-#                              has a line matching a pattern
+#   wait_until SECONDS CMD...  until a command succeeds; and wait_file,
+#                              wait_lines, wait_line: until a file is written,
+#                              has N lines, has a line matching a pattern
 #   started                    after `cmd &`: $! killed at exit (BACKGROUND)
 #   wait_workers SECONDS PID...   wait for workers to exit, never longer: a
 #                              hung one's stacks printed, killed, not ok
@@ -112,46 +113,32 @@ pid_of() {
 	echo "$pid"
 }
 
-# wait_gone PID SECONDS -- wait until the process has exited
-wait_gone() {
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		alive "$1" || return 0
-		sleep 0.05
-	done
-	return 1
-}
-
-# wait_file FILE SECONDS -- wait until FILE exists and is not empty
-wait_file() {
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		[ -s "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
-# wait_lines FILE SECONDS [N] -- wait until FILE has at least N lines (default 1)
-wait_lines() {
-	local i
-	for ((i = 0; i < $2 * 50; i++)); do
-		[ -f "$1" ] && [ "$(wc -l <"$1")" -ge "${3:-1}" ] && return 0
+# wait_until SECONDS COMMAND [ARGS...] -- run COMMAND every 20 ms until it
+# succeeds (0) or SECONDS (whole) have passed (1)
+wait_until() {
+	local i n=$(($1 * 50))
+	shift
+	for ((i = 0; i < n; i++)); do
+		"$@" && return 0
 		sleep 0.02
 	done
 	return 1
 }
+
+# wait_gone PID SECONDS -- wait until the process has exited
+wait_gone() { wait_until "$2" gone "$1"; }
+gone() { ! alive "$1"; }
+
+# wait_file FILE SECONDS -- wait until FILE exists and is not empty
+wait_file() { wait_until "$2" test -s "$1"; }
+
+# wait_lines FILE SECONDS [N] -- wait until FILE has at least N lines (default 1)
+wait_lines() { wait_until "$2" has_lines "$1" "${3:-1}"; }
+has_lines() { [ -f "$1" ] && [ "$(wc -l <"$1")" -ge "$2" ]; }
 
 # wait_line FILE PATTERN SECONDS -- wait until a line of FILE matches the
 # extended regular expression PATTERN
-wait_line() {
-	local i
-	for ((i = 0; i < $3 * 50; i++)); do
-		grep -Eq "$2" "$1" 2>/dev/null && return 0
-		sleep 0.02
-	done
-	return 1
-}
+wait_line() { wait_until "$3" grep -Eqs "$2" "$1"; }
 
 # ---- background processes ----------------------------------------------------
 
