@@ -19,6 +19,12 @@
 #                              streamed, then one summary (scripts/lib/runner.sh)
 #   alive, pid_of, wait_gone, claim   the pidfile plumbing of the throwaway
 #                              servers (scripts/redis.sh, etcd.sh, zookeeper.sh)
+#   wait_until SECONDS CMD...  until a command succeeds; and wait_file,
+#                              wait_lines, wait_line: until a file is written,
+#                              has N lines, has a line matching a pattern
+#   started                    after `cmd &`: $! killed at exit (BACKGROUND)
+#   wait_workers SECONDS PID...   wait for workers to exit, never longer: a
+#                              hung one's stacks printed, killed, not ok
 #   free_port, free_ports N    loopback ports free now, below the ephemeral
 #                              range (scripts/lib/ports.sh)
 #
@@ -28,6 +34,7 @@ if [ -z "${PGLEASE_COMMON_SH:-}" ]; then
 	PGLEASE_COMMON_SH=1
 	failures=0
 	PGLEASE_EXIT_HOOKS=()
+	BACKGROUND=()
 fi
 
 die() {
@@ -106,24 +113,76 @@ pid_of() {
 	echo "$pid"
 }
 
-# wait_gone PID SECONDS -- wait until the process has exited
-wait_gone() {
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		alive "$1" || return 0
-		sleep 0.05
+# wait_until SECONDS COMMAND [ARGS...] -- run COMMAND every 20 ms until it
+# succeeds (0) or SECONDS (whole) have passed (1)
+wait_until() {
+	local i n=$(($1 * 50))
+	shift
+	for ((i = 0; i < n; i++)); do
+		"$@" && return 0
+		sleep 0.02
 	done
 	return 1
 }
 
+# wait_gone PID SECONDS -- wait until the process has exited
+wait_gone() { wait_until "$2" gone "$1"; }
+gone() { ! alive "$1"; }
+
 # wait_file FILE SECONDS -- wait until FILE exists and is not empty
-wait_file() {
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		[ -s "$1" ] && return 0
-		sleep 0.05
+wait_file() { wait_until "$2" test -s "$1"; }
+
+# wait_lines FILE SECONDS [N] -- wait until FILE has at least N lines (default 1)
+wait_lines() { wait_until "$2" has_lines "$1" "${3:-1}"; }
+has_lines() { [ -f "$1" ] && [ "$(wc -l <"$1")" -ge "$2" ]; }
+
+# wait_line FILE PATTERN SECONDS -- wait until a line of FILE matches the
+# extended regular expression PATTERN
+wait_line() { wait_until "$3" grep -Eqs "$2" "$1"; }
+
+# ---- background processes ----------------------------------------------------
+
+# started -- call right after `COMMAND &`: $! joins BACKGROUND, whose
+# processes are killed at exit (SIGCONT first: one may be frozen)
+started() {
+	BACKGROUND+=("$!")
+	if [ -z "${PGLEASE_BACKGROUND_HOOK:-}" ]; then
+		PGLEASE_BACKGROUND_HOOK=1
+		on_exit 'for p in "${BACKGROUND[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done; true'
+	fi
+}
+
+# wait_workers SECONDS PID... -- wait for these children of this shell to
+# exit, SECONDS at most for all of them (not in a subshell: only this shell
+# may wait for them).  One still running then is a hang: its threads' stacks
+# (gdb) are printed as comment lines, it is killed (SIGKILL), and a "not ok"
+# line says so.  Returns 0 if every one exited 0 in time, else the last
+# non-zero exit status (137 for a killed hang); never blocks for long.
+wait_workers() {
+	local deadline=$((SECONDS + $1)) limit="$1" p rc status=0
+	shift
+	for p in "$@"; do
+		while alive "$p" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.05; done
+		if alive "$p"; then
+			echo "# worker $p still running after $limit s: its threads' stacks"
+			worker_stacks "$p" 2>&1 | sed 's/^/#   /'
+			kill -CONT "$p" 2>/dev/null || true
+			kill -KILL "$p" 2>/dev/null || true
+			not_ok "worker_${p}_exits_within_${limit}s" "it hung (stacks above); killed with SIGKILL"
+			wait_gone "$p" 5 || { status=137 && continue; } # unkillable: never wait for it
+		fi
+		rc=0
+		wait "$p" 2>/dev/null || rc=$?
+		[ "$rc" -eq 0 ] || status="$rc"
 	done
-	return 1
+	return "$status"
+}
+
+# worker_stacks PID -- every thread's backtrace of a running process (gdb, 60 s at most)
+worker_stacks() {
+	command -v gdb >/dev/null || { echo "no gdb to show them (apt-get install gdb)"; return 0; }
+	timeout 60 gdb -batch -nx -p "$1" -ex 'thread apply all bt' </dev/null |
+		grep -E '^(Thread|#[0-9])' || echo "gdb showed no stack"
 }
 
 # claim PIDFILE PORT... -- before a start: no server of this directory is

@@ -21,24 +21,15 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
 [ $# -eq 1 ] || die "usage: container_labels.sh postgres|redis"
 PROVIDER="$1"
-PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
-[ -x "$PGLEASE" ] || { echo "not ok - container_labels $PROVIDER: no $PGLEASE"; exit 1; }
+source "$ROOT/tests/cli/lib.sh"
+cli_binary "container_labels $PROVIDER"
 command -v unshare >/dev/null || { echo "not ok - container_labels $PROVIDER: no unshare (util-linux)"; exit 1; }
 unshare --pid --uts --fork --mount-proc true 2>/dev/null ||
 	{ echo "not ok - container_labels $PROVIDER: unshare --pid --uts --mount-proc fails (it needs root)"; exit 1; }
 work_dir pglease-cli-labels
 
 case "$PROVIDER" in
-postgres)
-	on_exit 'PGLEASE_TEST_PORT=5432 "$ROOT/scripts/cluster.sh" stop "$WORK/pg" immediate >/dev/null 2>&1 || true'
-	PGLEASE_TEST_PORT=5432 "$ROOT/scripts/cluster.sh" start "$WORK/pg" preload
-	export PGHOST="$WORK/pg/sock" PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
-	unset PGSERVICE PGPASSWORD
-	psql_q -c 'CREATE EXTENSION pg_lease'
-	DSN=() ;; # libpq's environment, which the containers inherit
-redis)
-	on_exit '"$ROOT/scripts/redis.sh" kill "$WORK/r" >/dev/null 2>&1 || true'
-	DSN=(--dsn "redis://$("$ROOT/scripts/redis.sh" start "$WORK/r")") ;;
+postgres | redis) own_server container_labels "$PROVIDER" ;; # the containers inherit libpq's environment
 *) die "unknown provider $PROVIDER: postgres or redis" ;;
 esac
 

@@ -20,48 +20,17 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
 [ $# -ge 1 ] || die "usage: elect.sh postgres | redis | etcd DIR | zookeeper DIR"
 PROVIDER="$1"
-PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
-[ -x "$PGLEASE" ] || { echo "not ok - elect $PROVIDER: no $PGLEASE (cmake --build build/client --target pglease_cli)"; exit 1; }
+source "$ROOT/tests/cli/lib.sh"
+cli_binary "elect $PROVIDER"
 command -v python3 >/dev/null || { echo "not ok - elect $PROVIDER: no python3 (apt-get install python3)"; exit 1; }
 work_dir pglease-cli-elect
-
-case "$PROVIDER" in
-postgres)
-	[ -n "${PGHOST:-}" ] || { echo "not ok - elect postgres: no PGHOST (run it through ctest: fixture pg_preload)"; exit 1; }
-	DSN=() ;; # libpq's environment
-redis)
-	REDIS="$ROOT/scripts/redis.sh"
-	on_exit '"$REDIS" kill "$WORK/r" >/dev/null 2>&1 || true'
-	DSN=(--dsn "redis://$("$REDIS" start "$WORK/r")") ;;
-etcd | zookeeper)
-	[ $# -eq 2 ] && [ -s "$2/port" ] ||
-		{ echo "not ok - elect $PROVIDER: no server in ${2:-DIR} (its fixture, scripts/$PROVIDER.sh start DIR, did not run)"; exit 1; }
-	DSN=(--dsn "$PROVIDER://127.0.0.1:$(cat "$2/port")") ;;
-*) die "unknown provider $PROVIDER: postgres, redis, etcd DIR or zookeeper DIR" ;;
-esac
+fixture_dsn elect "$@"
 E="cli-elect/$PROVIDER/$$"
 TTL=3 # seconds (etcd leases are whole seconds)
 P() { "$PGLEASE" "$1" "${DSN[@]}" "${@:2}"; }
 # B -- P for a background start (`B ... &`): exec, so that $! is pglease's own
 # pid and a signal sent to it reaches pglease, not a subshell
 B() { exec "$PGLEASE" "$1" "${DSN[@]}" "${@:2}"; }
-
-# every background process this script starts, stopped at exit (SIGCONT
-# first: one may be frozen)
-BACKGROUND=()
-on_exit 'for p in "${BACKGROUND[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done; true'
-# started -- remember $! (call right after starting it with &)
-started() { BACKGROUND+=("$!"); }
-
-# wait_for FILE SECONDS [LINES] -- until FILE has at least LINES lines (default 1)
-wait_for() {
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		[ -f "$1" ] && [ "$(wc -l <"$1")" -ge "${3:-1}" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 # exit_of PID SECONDS -- rc: the exit status of background PID, or "running"
 # (not in a subshell: only this shell may wait for its children)
@@ -98,7 +67,7 @@ B elect --name "$E/b" --value 'first "one"' --ttl ${TTL}s -- sh -c 'echo "$PGLEA
 	"$WORK/first" 2>"$WORK/first.err" &
 started
 FIRST=$!
-wait_for "$WORK/first" 10 || true
+wait_lines "$WORK/first" 10 || true
 read -r t1 first_child <"$WORK/first" || true
 expect "${PROVIDER}_first_candidate_is_elected" "no term in $WORK/first; stderr: $(cat "$WORK/first.err")" \
 	'[[ "${t1:-}" =~ ^[1-9][0-9]*$ ]]'
@@ -115,7 +84,7 @@ WATCH=$!
 B leader --name "$E/b" --watch --json >"$WORK/watch.json" 2>"$WORK/watch.json.err" &
 started
 WATCH_JSON=$!
-wait_for "$WORK/watch" 10 && wait_for "$WORK/watch.json" 10 || true
+wait_lines "$WORK/watch" 10 && wait_lines "$WORK/watch.json" 10 || true
 
 rc=0; P elect --name "$E/b" --value impatient --ttl ${TTL}s --wait 1s -- true 2>/dev/null || rc=$?
 expect "${PROVIDER}_elect_not_elected_within_wait_exits_75" "exit $rc" '[ "$rc" -eq 75 ]'
@@ -130,7 +99,7 @@ killed_at=$(now_ms)
 kill -KILL "$FIRST"
 wait "$FIRST" 2>/dev/null || true # reaped here, so bash reports nothing of it
 kill -KILL "${first_child:-0}" 2>/dev/null || true # its command, orphaned by the SIGKILL
-wait_for "$WORK/second" $((TTL + 10)) || true
+wait_lines "$WORK/second" $((TTL + 10)) || true
 took=$(($(now_ms) - killed_at))
 t2="$(cat "$WORK/second" 2>/dev/null || echo none)"
 expect "${PROVIDER}_second_elected_after_the_ttl_with_a_higher_term" \
@@ -171,7 +140,7 @@ B elect --name "$E/c" --value again --ttl ${TTL}s --requeue -- sh -c 'echo "$PGL
 	2>"$WORK/requeue.err" &
 started
 REQUEUE=$!
-wait_for "$WORK/requeue" 15 3 || true
+wait_lines "$WORK/requeue" 15 3 || true
 kill -TERM "$REQUEUE"
 exit_of "$REQUEUE" 5
 terms="$(tr '\n' ' ' <"$WORK/requeue")"
@@ -184,16 +153,16 @@ B elect --name "$E/d" --value frozen --ttl ${TTL}s --grace 1s --requeue \
 	-- sh -c 'echo "$PGLEASE_TERM" >>"$0"; exec sleep 60' "$WORK/frozen" 2>"$WORK/frozen.err" &
 started
 FROZEN=$!
-wait_for "$WORK/frozen" 10 || true
+wait_lines "$WORK/frozen" 10 || true
 kill -STOP "$FROZEN"
 B elect --name "$E/d" --value usurper --ttl ${TTL}s -- sh -c 'echo "$PGLEASE_TERM" >"$0"; sleep 2' "$WORK/usurper" \
 	2>"$WORK/usurper.err" &
 started
 USURPER=$!
-wait_for "$WORK/usurper" $((TTL + 10)) || true
+wait_lines "$WORK/usurper" $((TTL + 10)) || true
 kill -CONT "$FROZEN"
 exit_of "$USURPER" 15
-wait_for "$WORK/frozen" 15 2 || true
+wait_lines "$WORK/frozen" 15 2 || true
 read -r -d '' f1 f2 <<<"$(tr '\n' ' ' <"$WORK/frozen")" || true
 tu="$(cat "$WORK/usurper" 2>/dev/null || echo none)"
 expect "${PROVIDER}_requeue_after_losing_is_elected_again_with_a_higher_term" \

@@ -32,20 +32,6 @@ TTL=3 # seconds
 P() { "$PGLEASE" "$1" --dsn "$DSN" "${@:2}"; }
 # B -- P for a background start (`B ... &`): exec, so that $! is pglease's own
 B() { exec "$PGLEASE" "$1" --dsn "$DSN" "${@:2}"; }
-BACKGROUND=()
-on_exit 'for p in "${BACKGROUND[@]}"; do kill -KILL "$p" 2>/dev/null; done; true'
-started() { BACKGROUND+=("$!"); }
-
-# wait_line FILE PATTERN SECONDS -- until a line of FILE matches the
-# extended regular expression PATTERN
-wait_line() {
-	local i
-	for ((i = 0; i < $3 * 20; i++)); do
-		grep -Eq "$2" "$1" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
-}
 flat() { tr '\n' '|' <"$1" 2>/dev/null; }
 
 # ---- 8. readers or permits on the name: no leader, and the watch goes on --------

@@ -25,24 +25,12 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
 [ $# -eq 1 ] || die "usage: shared_label.sh postgres|redis|etcd"
 PROVIDER="$1"
-PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
-[ -x "$PGLEASE" ] || { echo "not ok - shared_label $PROVIDER: no $PGLEASE"; exit 1; }
+source "$ROOT/tests/cli/lib.sh"
+cli_binary "shared_label $PROVIDER"
 work_dir pglease-cli-shared-label
 
 case "$PROVIDER" in
-postgres)
-	on_exit 'PGLEASE_TEST_PORT=5432 "$ROOT/scripts/cluster.sh" stop "$WORK/pg" immediate >/dev/null 2>&1 || true'
-	PGLEASE_TEST_PORT=5432 "$ROOT/scripts/cluster.sh" start "$WORK/pg" preload
-	export PGHOST="$WORK/pg/sock" PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
-	unset PGSERVICE PGPASSWORD
-	psql_q -c 'CREATE EXTENSION pg_lease'
-	DSN=() ;;
-redis)
-	on_exit '"$ROOT/scripts/redis.sh" kill "$WORK/r" >/dev/null 2>&1 || true'
-	DSN=(--dsn "redis://$("$ROOT/scripts/redis.sh" start "$WORK/r")") ;;
-etcd)
-	on_exit '"$ROOT/scripts/etcd.sh" kill "$WORK/e" >/dev/null 2>&1 || true'
-	DSN=(--dsn "etcd://$("$ROOT/scripts/etcd.sh" start "$WORK/e")") ;;
+postgres | redis | etcd) own_server shared_label "$PROVIDER" ;;
 *) die "unknown provider $PROVIDER: postgres, redis or etcd" ;;
 esac
 P() { "$PGLEASE" "$1" "${DSN[@]}" "${@:2}"; }

@@ -17,33 +17,15 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
 [ $# -ge 1 ] || die "usage: sharing.sh postgres | redis | etcd DIR | zookeeper DIR"
 PROVIDER="$1"
-PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
-[ -x "$PGLEASE" ] || { echo "not ok - sharing $PROVIDER: no $PGLEASE (cmake --build build/client --target pglease_cli)"; exit 1; }
+source "$ROOT/tests/cli/lib.sh"
+cli_binary "sharing $PROVIDER"
 work_dir pglease-cli-sharing
-
-case "$PROVIDER" in
-postgres)
-	[ -n "${PGHOST:-}" ] || { echo "not ok - sharing postgres: no PGHOST (run it through ctest: fixture pg_preload)"; exit 1; }
-	DSN=() ;; # libpq's environment
-redis)
-	REDIS="$ROOT/scripts/redis.sh"
-	on_exit '"$REDIS" kill "$WORK/r" >/dev/null 2>&1 || true'
-	DSN=(--dsn "redis://$("$REDIS" start "$WORK/r")") ;;
-etcd | zookeeper)
-	[ $# -eq 2 ] && [ -s "$2/port" ] ||
-		{ echo "not ok - sharing $PROVIDER: no server in ${2:-DIR} (its fixture, scripts/$PROVIDER.sh start DIR, did not run)"; exit 1; }
-	DSN=(--dsn "$PROVIDER://127.0.0.1:$(cat "$2/port")") ;;
-*) die "unknown provider $PROVIDER: postgres, redis, etcd DIR or zookeeper DIR" ;;
-esac
+fixture_dsn sharing "$@"
 R="cli-sharing/$PROVIDER/$$"
 TTL=10s
 P() { "$PGLEASE" "$1" "${DSN[@]}" "${@:2}"; }
 # B -- P for a background start (`B ... &`): exec, so that $! is pglease's own pid
 B() { exec "$PGLEASE" "$1" "${DSN[@]}" "${@:2}"; }
-
-BACKGROUND=()
-on_exit 'for p in "${BACKGROUND[@]}"; do kill -KILL "$p" 2>/dev/null; done; true'
-started() { BACKGROUND+=("$!"); }
 
 # hold NAME ARGS... -- a background `run ARGS -- ` whose command writes its
 # token to $WORK/NAME and then waits for $WORK/NAME.end to appear

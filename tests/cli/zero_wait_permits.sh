@@ -19,29 +19,12 @@ source "$ROOT/scripts/lib/common.sh"
 [ $# -ge 1 ] || die "usage: zero_wait_permits.sh postgres | redis | etcd DIR | zookeeper DIR"
 PROVIDER="$1"
 ROUNDS="${ROUNDS:-6}"
-PGLEASE="${PGLEASE_CLI:-$ROOT/build/client/pglease}"
-[ -x "$PGLEASE" ] || { echo "not ok - zero_wait_permits $PROVIDER: no $PGLEASE (cmake --build build/client --target pglease_cli)"; exit 1; }
+source "$ROOT/tests/cli/lib.sh"
+cli_binary "zero_wait_permits $PROVIDER"
 work_dir pglease-cli-zero-wait
-
-case "$PROVIDER" in
-postgres)
-	[ -n "${PGHOST:-}" ] || { echo "not ok - zero_wait_permits postgres: no PGHOST (run it through ctest: fixture pg_preload)"; exit 1; }
-	DSN=() ;; # libpq's environment
-redis)
-	REDIS="$ROOT/scripts/redis.sh"
-	on_exit '"$REDIS" kill "$WORK/r" >/dev/null 2>&1 || true'
-	DSN=(--dsn "redis://$("$REDIS" start "$WORK/r")") ;;
-etcd | zookeeper)
-	[ $# -eq 2 ] && [ -s "$2/port" ] ||
-		{ echo "not ok - zero_wait_permits $PROVIDER: no server in ${2:-DIR} (its fixture, scripts/$PROVIDER.sh start DIR, did not run)"; exit 1; }
-	DSN=(--dsn "$PROVIDER://127.0.0.1:$(cat "$2/port")") ;;
-*) die "unknown provider $PROVIDER: postgres, redis, etcd DIR or zookeeper DIR" ;;
-esac
+fixture_dsn zero_wait_permits "$@"
 R="cli-zero-wait/$PROVIDER/$$"
 GRACE_MS=2000 # the CLI's statement_grace
-
-BACKGROUND=()
-on_exit 'for p in "${BACKGROUND[@]}"; do kill -KILL "$p" 2>/dev/null; done; true'
 
 # try NAME WAIT -- a background `run --limit 3 --wait WAIT` of $R, started when
 # $WORK/go appears; its command records its token and sleeps 2 s; NAME.rc
@@ -55,7 +38,7 @@ try() {
 			-- sh -c 'echo "$PGLEASE_TOKEN" >"$0"; sleep 2' "$WORK/$name.token" 2>"$WORK/$name.err" || rc=$?
 		echo "$rc $(($(now_ms) - $(cat "$WORK/go")))" >"$WORK/$name.rc"
 	) &
-	BACKGROUND+=("$!")
+	started
 }
 
 # go -- start the tries waiting for $WORK/go, and wait for all of them

@@ -53,4 +53,5 @@ if(PGLEASE_WITH_ZOOKEEPER)
 	add_dependencies(advise_test pglease_zookeeper)
 endif()
 pglease_account(advise_test)
-pglease_register(advise_test LABELS postgres redis FIXTURES pg_preload ENV ${CLIENT_DB} COMMAND advise_test)
+pglease_register(advise_test LABELS postgres redis FIXTURES pg_preload LOCKS ${pg_preload_2}
+	ENV ${CLIENT_DB} COMMAND advise_test)

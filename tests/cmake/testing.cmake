@@ -48,10 +48,12 @@ endfunction()
 
 # ---- registering tests -----------------------------------------------------
 
-# pglease_register(NAME LABELS l... [FIXTURES f...] [ENV VAR=value...]
+# pglease_register(NAME LABELS l... [FIXTURES f...] [LOCKS r...] [ENV VAR=value...]
 #                  [TIMEOUT s] COMMAND cmd args...)
+# -- LOCKS: CTest RESOURCE_LOCKs, so that `ctest -j` never runs two tests that
+# name one of them at once (pglease_cluster_locks() gives a cluster's)
 function(pglease_register name)
-	cmake_parse_arguments(PARSE_ARGV 1 A "" "TIMEOUT" "LABELS;FIXTURES;ENV;COMMAND")
+	cmake_parse_arguments(PARSE_ARGV 1 A "" "TIMEOUT" "LABELS;FIXTURES;LOCKS;ENV;COMMAND")
 	if(NOT A_LABELS)
 		message(FATAL_ERROR "test ${name} has no LABELS")
 	endif()
@@ -62,6 +64,9 @@ function(pglease_register name)
 	set_tests_properties(${name} PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT})
 	if(A_FIXTURES)
 		set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED "${A_FIXTURES}")
+	endif()
+	if(A_LOCKS)
+		set_tests_properties(${name} PROPERTIES RESOURCE_LOCK "${A_LOCKS}")
 	endif()
 	# the fixtures' environment first: the test's own ENV overrides it
 	set(env)
@@ -76,42 +81,61 @@ function(pglease_register name)
 endfunction()
 
 # pglease_test(NAME LABELS l... [LIBS libs...] [SOURCES files...]
-#              [FIXTURES f...] [ENV VAR=value...] [TIMEOUT s])
+#              [FIXTURES f...] [LOCKS r...] [ENV VAR=value...] [TIMEOUT s])
 # -- the GoogleTest binary NAME (default source tests/client/NAME.cpp), run by CTest
 function(pglease_test name)
-	cmake_parse_arguments(PARSE_ARGV 1 A "" "TIMEOUT" "LABELS;LIBS;SOURCES;FIXTURES;ENV")
+	cmake_parse_arguments(PARSE_ARGV 1 A "" "TIMEOUT" "LABELS;LIBS;SOURCES;FIXTURES;LOCKS;ENV")
 	if(NOT A_SOURCES)
 		set(A_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/client/${name}.cpp)
 	endif()
 	pglease_executable(${name} SOURCES ${A_SOURCES} LIBS ${A_LIBS} GTest::gtest GTest::gtest_main)
 	pglease_account(${name})
-	pglease_register(${name} LABELS ${A_LABELS} FIXTURES ${A_FIXTURES} ENV ${A_ENV} TIMEOUT ${A_TIMEOUT}
-		COMMAND ${name})
+	pglease_register(${name} LABELS ${A_LABELS} FIXTURES ${A_FIXTURES} LOCKS ${A_LOCKS} ENV ${A_ENV}
+		TIMEOUT ${A_TIMEOUT} COMMAND ${name})
 endfunction()
 
-# pglease_shell_test(NAME SCRIPT [args...] LABELS ... [FIXTURES ...] [ENV ...])
+# pglease_shell_test(NAME SCRIPT LABELS ... [ARGS ...] [FIXTURES ...] [LOCKS ...] [ENV ...])
 # -- a test script printing ok/not ok lines, run with bash
 function(pglease_shell_test name script)
-	cmake_parse_arguments(PARSE_ARGV 2 A "" "TIMEOUT" "LABELS;FIXTURES;ENV;ARGS")
-	pglease_register(${name} LABELS shell ${A_LABELS} FIXTURES ${A_FIXTURES} ENV ${A_ENV}
+	cmake_parse_arguments(PARSE_ARGV 2 A "" "TIMEOUT" "LABELS;FIXTURES;LOCKS;ENV;ARGS")
+	pglease_register(${name} LABELS shell ${A_LABELS} FIXTURES ${A_FIXTURES} LOCKS ${A_LOCKS} ENV ${A_ENV}
 		TIMEOUT ${A_TIMEOUT} COMMAND bash ${PGLEASE_ROOT}/${script} ${A_ARGS})
 endfunction()
 
 # ---- fixtures: servers that several tests share ------------------------------
 
-# pglease_fixture(NAME START cmd... STOP cmd... [ENV VAR=value...] [AFTER test])
+# pglease_fixture(NAME START cmd... STOP cmd... [ENV VAR=value...])
 # -- tests that name NAME in FIXTURES get its ENV
 function(pglease_fixture name)
-	cmake_parse_arguments(PARSE_ARGV 1 A "" "AFTER" "START;STOP;ENV")
+	cmake_parse_arguments(PARSE_ARGV 1 A "" "" "START;STOP;ENV")
 	add_test(NAME ${name}.start COMMAND ${A_START} WORKING_DIRECTORY ${PGLEASE_ROOT})
 	add_test(NAME ${name}.stop COMMAND ${A_STOP} WORKING_DIRECTORY ${PGLEASE_ROOT})
 	set_tests_properties(${name}.start PROPERTIES FIXTURES_SETUP ${name} LABELS fixture TIMEOUT 180
 		ENVIRONMENT "${A_ENV}")
 	set_tests_properties(${name}.stop PROPERTIES FIXTURES_CLEANUP ${name} LABELS fixture TIMEOUT 180
 		ENVIRONMENT "${A_ENV}")
-	if(A_AFTER)
-		set_tests_properties(${name}.start PROPERTIES DEPENDS ${A_AFTER})
-	endif()
 	set_property(GLOBAL PROPERTY PGLEASE_FIXTURE_ENV_${name} ${A_ENV})
 endfunction()
 
+
+# ---- shared servers under `ctest -j` ----------------------------------------
+
+# A fixture's tests run side by side, each in a lane of its server (a
+# RESOURCE_LOCK: one test a lane at a time); a test that stops or restarts
+# the server, or reads its server-wide counters or log, takes every lane, so
+# it runs there alone.
+set(PGLEASE_FIXTURE_LANES 3)
+
+# pglease_lanes(OUT FIXTURE LANE|all) -- the lock of lane LANE
+# (1..PGLEASE_FIXTURE_LANES) of FIXTURE's server, or the locks of all its lanes
+function(pglease_lanes out fixture lane)
+	if(lane STREQUAL all)
+		set(locks)
+		foreach(n RANGE 1 ${PGLEASE_FIXTURE_LANES})
+			list(APPEND locks ${fixture}.lane${n})
+		endforeach()
+	else()
+		set(locks ${fixture}.lane${lane})
+	endif()
+	set(${out} ${locks} PARENT_SCOPE)
+endfunction()

@@ -35,10 +35,7 @@ for i in $(seq 1 "$CRASHES"); do
 done
 
 status=0
-for p in "${WORKER_PIDS[@]}"; do
-	if ! timeout 60 tail --pid="$p" -f /dev/null; then status=1; fi
-	wait "$p" || status=$?
-done
+wait_workers 60 "${WORKER_PIDS[@]}" || status=$?
 WORKER_PIDS=()
 expect "workers_survive_every_crash" "a worker exited with status $status: $(cat "$WORK"/w*.err | head -5)" '[ "$status" -eq 0 ]'
 unavailable="$(cat "$WORK"/w*.log | grep -c '^U ' || true)"

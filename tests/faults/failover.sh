@@ -72,17 +72,14 @@ run_failover() {
 	echo "# $mode: primary killed, standby promoted after $(((promoted_at - killed_at) / 1000)) ms"
 
 	# let the workers find the promoted standby and work on it, then stop them
-	local status=0 p after=0
+	local status=0 after=0
 	for i in $(seq 1 600); do
 		after="$(cat "$WORK/$mode"-w*.log | awk -v t="$promoted_at" '$1 == "G" && $5 > t' | wc -l)"
 		[ "$after" -ge "$AFTER_GRANTS" ] && break
 		sleep 0.05
 	done
 	kill -TERM "${WORKER_PIDS[@]}" 2>/dev/null || true
-	for p in "${WORKER_PIDS[@]}"; do
-		timeout 60 tail --pid="$p" -f /dev/null || status=1
-		wait "$p" || status=$?
-	done
+	wait_workers 60 "${WORKER_PIDS[@]}" || status=$?
 	WORKER_PIDS=()
 	expect "${mode}_workers_survive_failover" "a worker exited with $status" '[ "$status" -eq 0 ]'
 	after="$(cat "$WORK/$mode"-w*.log | awk -v t="$promoted_at" '$1 == "G" && $5 > t' | wc -l)"

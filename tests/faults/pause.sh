@@ -51,8 +51,7 @@ run_schedule() {
 	} >"$WORK/b.sql"
 	timeout 30 psql -X -A -t -v VERBOSITY=sqlstate -v ON_ERROR_STOP=1 -f "$WORK/b.sql" >"$WORK/b.out" 2>&1
 	kill -CONT "$a_pid"
-	timeout 30 tail --pid="$a_pid" -f /dev/null || kill "$a_pid"
-	wait "$a_pid" || true
+	wait_workers 30 "$a_pid" || true
 	acked_b="$(grep -c '^UPDATE 1$' "$WORK/b.out" || true)"
 	final="$(psql -X -A -t -c "SELECT v FROM counter WHERE id = 1")"
 }

@@ -147,13 +147,10 @@ done
 
 kill -TERM "${WORKER_PIDS[@]}" 2>/dev/null || true
 status=0
-for p in "${WORKER_PIDS[@]}"; do
-	timeout 60 tail --pid="$p" -f /dev/null || status=1
-	wait "$p" || status=$?
-done
+wait_workers 60 "${WORKER_PIDS[@]}" || status=$?
 WORKER_PIDS=()
 kill -TERM "${CANDIDATE_PIDS[@]}" 2>/dev/null || true
-for p in "${CANDIDATE_PIDS[@]}"; do timeout 60 tail --pid="$p" -f /dev/null || true; done
+wait_workers 60 "${CANDIDATE_PIDS[@]}" || true
 CANDIDATE_PIDS=()
 elected=0
 # a campaign's bound through a failover: its 2 s wait, the statement grace
@@ -163,7 +160,7 @@ sed 's/^/#   /' "$HA_DIR/elect.check"
 expect election_through_automatic_failovers_no_overlap_no_term_reused "see above" '[ "$elected" -eq 0 ]'
 expect workers_survive_every_failover "a worker exited with $status" '[ "$status" -eq 0 ]'
 held=0
-wait "$HELD_PID" || held=$?
+wait_workers 120 "$HELD_PID" || held=$?
 HELD_PID=""
 expect cli_lease_held_through_failover_renewed_on_new_primary "pglease run exited $held: $(tr '\n' ' ' <"$HA_DIR/held.out")" \
 	'[ "$held" -eq 0 ]'

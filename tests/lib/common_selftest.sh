@@ -2,7 +2,8 @@
 # common_selftest.sh -- the shell library (scripts/lib/common.sh) does what
 # every script relies on: die's message and status, exit hooks run in reverse
 # on a normal exit, a failure and a signal without changing the status, the
-# psql wrapper's flags, the clock, and the counting of checks.
+# psql wrapper's flags, the clock, the counting of checks, the waits, and
+# that a hung worker never blocks wait_workers.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 LIB="$ROOT/scripts/lib/common.sh"
@@ -93,6 +94,29 @@ expect negative_control_ok_when_shown_not_ok_when_missing "got '$out'" \
 out="$(printf 'ok - a\nnot ok - b: why\n' | as_expected_violations)"
 expect as_expected_violations_marks_the_not_ok_lines "got '$out'" \
 	'[ "$out" = "#   ok - a${NL}#   violation shown (expected) - b: why" ]'
+# wait_workers: a worker that exits is waited for and its status returned; a
+# hung one (a sleep here, never told to stop) is not waited for past the
+# bound: its stacks printed, killed, a not ok line, a non-zero status.  (The
+# fault tests did `timeout 60 tail --pid=P; wait P`, which blocks on a hang.)
+out="$(in_script 'sh -c "exit 3" & w=$!; sleep 10 & s=$!; kill $s; rc=0; wait_workers 5 $w $s || rc=$?; echo "status=$rc failures=$failures"')"
+expect wait_workers_returns_the_exit_status "got '$out'" '[ "$out" = "status=143 failures=0${NL}rc=0" ]'
+out="$(in_script 'sh -c "exit 3" & w=$!; rc=0; wait_workers 5 $w || rc=$?; echo "status=$rc"')"
+expect wait_workers_returns_a_failed_workers_status "got '$out'" '[ "$out" = "status=3${NL}rc=0" ]'
+started_at="$(now_ms)"
+out="$(in_script 'sleep 300 >/dev/null 2>&1 & h=$!; on_exit "kill $h 2>/dev/null"; echo $h >'"$T"'/hung
+	rc=0; wait_workers 1 $h || rc=$?; echo "status=$rc failures=$failures"')"
+took=$(($(now_ms) - started_at))
+hung="$(cat "$T/hung")"
+expect wait_workers_never_blocks_on_a_hung_worker "took $took ms: $out" \
+	'[ "$took" -lt 45000 ] && [[ "$out" == *"status=137 failures=1${NL}rc=0" ]] && ! alive "$hung"'
+expect wait_workers_prints_a_hung_workers_stacks_and_a_not_ok "got '$out'" \
+	'grep -q "^#   Thread 1 " <<<"$out" && grep -q "^#   #0 " <<<"$out" && grep -q "^not ok - worker_${hung}_exits_within_1s: " <<<"$out"'
+out="$(in_script 'sleep 300 >/dev/null 2>&1 & started; echo $! >'"$T"'/bg; exit 0')"
+# (bash may report the killed job on stderr as it exits: only the status counts)
+expect started_processes_are_killed_at_exit "got '$out'" '[[ "$out" == *"${NL}rc=0" ]] && ! alive "$(cat "$T/bg")"'
+printf 'line one\nline two\n' >"$T/lines"
+expect wait_lines_and_wait_line_see_the_file "no" 'wait_lines "$T/lines" 1 2 && wait_line "$T/lines" "^line t" 1'
+expect wait_lines_and_wait_line_time_out "no" '! wait_lines "$T/lines" 1 3 && ! wait_line "$T/lines" "^three" 1'
 printf 'ok - negative control: n (v, the violation it must show)\nok - plain\n' >"$T/neg"
 expect count_negative_controls_counts_them "got '$(count_checks "$T/neg") $(count_negative_controls "$T/neg")'" \
 	'[ "$(count_checks "$T/neg") $(count_negative_controls "$T/neg")" = "2 0 1" ]'

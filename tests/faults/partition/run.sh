@@ -57,15 +57,6 @@ TABLE="$WORK/table"
 now_us() { date +%s%6N; }
 # field_max FILE TYPE COLUMN -- the largest COLUMN of FILE's TYPE lines (0: none)
 field_max() { awk -v t="$2" -v c="$3" '$1 == t && $c > m { m = $c } END { printf "%.0f\n", m }' "$1" 2>/dev/null || echo 0; }
-# wait_line FILE TYPE SECONDS -- FILE has a TYPE line within SECONDS
-wait_line() {
-	local i
-	for ((i = 0; i < $3 * 50; i++)); do
-		grep -q "^$2 " "$1" 2>/dev/null && return 0
-		sleep 0.02
-	done
-	return 1
-}
 # sleep_until US -- sleep until the wall clock reaches US
 sleep_until() {
 	local left=$(($1 - $(now_us)))
@@ -76,7 +67,7 @@ sleep_until() {
 heal_at() {
 	local d="$2" deadline
 	if [ "$1" = after_ttl ]; then
-		wait_line "$d/b.log" G $((TTL_MS / 1000 + 10)) || true
+		wait_line "$d/b.log" "^G " $((TTL_MS / 1000 + 10)) || true
 		sleep 0.3
 		return
 	fi
@@ -116,7 +107,7 @@ run_cell() {
 	mkdir -p "$d"
 	start_worker a "$prov" "$kind" "$name" "$d"
 	apid="$(cat "$d/a.pid")"
-	if ! wait_line "$d/a.log" G 10; then
+	if ! wait_line "$d/a.log" "^G " 10; then
 		kill -9 "$apid" 2>/dev/null || true
 		not_ok "partition_$name" "A was not granted within 10 s: $(cat "$d/a.log" "$d/a.err" | tr '\n' ' ')"
 		echo "| $(label "$prov") | $kind | $cut | $heal | A not granted | | | | FAILED |" >>"$TABLE"
@@ -133,10 +124,10 @@ run_cell() {
 	sleep 0.5
 	# A lost the lease: its late calls wait for B's grant (until then the
 	# server's grant may still be A's: a cut server->A lets A's renewals in)
-	! grep -q '^V ' "$d/a.log" || wait_line "$d/b.log" G $((TTL_MS / 1000 + 10)) || true
+	! grep -q '^V ' "$d/a.log" || wait_line "$d/b.log" "^G " $((TTL_MS / 1000 + 10)) || true
 	touch "$d/check"
 	stop_pid "$apid" 30
-	wait_line "$d/b.log" G $((TTL_MS / 1000 + 10)) || true
+	wait_line "$d/b.log" "^G " $((TTL_MS / 1000 + 10)) || true
 	kill -TERM "$bpid" 2>/dev/null || true
 	stop_pid "$bpid" 10
 	out="$("$HERE/check.sh" "$d/events" "$d/a.log" "$d/b.log")" || rc=$?
