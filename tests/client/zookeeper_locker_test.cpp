@@ -85,15 +85,42 @@ resource()
 	return test_resource("zk-test/");
 }
 
+// all_threads_stopped -- every thread of pid in state T (stopped)
+bool
+all_threads_stopped(pid_t pid)
+{
+	std::error_code ec;
+	const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+	bool any = false;
+	for (const auto &task : std::filesystem::directory_iterator(tasks, ec)) {
+		std::ifstream stat(task.path() / "stat");
+		std::string line;
+		std::getline(stat, line);
+		auto close = line.rfind(')');
+		if (close == std::string::npos || close + 2 >= line.size())
+			continue; // the thread has ended meanwhile
+		if (line[close + 2] != 'T' && line[close + 2] != 't')
+			return false;
+		any = true;
+	}
+	return any;
+}
+
 // Frozen -- the server stopped with SIGSTOP for a scope: it keeps its
 // sockets open and answers nothing.  SIGCONT however the scope ends, so a
-// failed assertion never leaves a frozen server behind.
+// failed assertion never leaves a frozen server behind.  The stop is not
+// instant: a thread running on another CPU stops when it next leaves the
+// kernel, so the constructor waits (1 s at most) until every thread of the
+// server has stopped -- under load a request sent at once was answered.
 class Frozen {
 public:
 	explicit Frozen(pid_t pid) : pid_(pid)
 	{
-		if (pid_ > 0)
-			::kill(pid_, SIGSTOP);
+		if (pid_ <= 0)
+			return;
+		::kill(pid_, SIGSTOP);
+		for (int i = 0; i < 200 && !all_threads_stopped(pid_); i++)
+			std::this_thread::sleep_for(std::chrono::milliseconds{5});
 	}
 	~Frozen() { thaw(); }
 	Frozen(const Frozen &) = delete;
