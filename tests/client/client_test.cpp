@@ -639,6 +639,37 @@ TEST_F(ClientTest, TerminatedConnectionIsReplacedAndLeaseKept)
 	EXPECT_TRUE(admin.is_current(r, lease->token()));
 }
 
+// A session-bound leader whose connection ended cannot proclaim, and the
+// refusal names its election (it printed "leadership of  + resource_ +
+// ended": the name was inside the string literal).
+TEST_F(ClientTest, EphemeralLeadershipEndedWithItsConnectionNamesItsElection)
+{
+	test_support::PgClient client{"application_name=cxx_ephemeral_leader"};
+	auto e = unique_resource();
+	auto o = opts(30s);
+	o.strategy = pglease::Strategy::ephemeral;
+	o.auto_renew = false;
+	auto leadership = client.campaign(e, "first", o);
+	ASSERT_TRUE(leadership) << leadership.error();
+	Admin admin;
+	admin.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
+	           "'cxx_ephemeral_leader'");
+	bool refused = false;
+	pglease::Error error;
+	(void)eventually(
+	    [&] {
+		    auto said = leadership->proclaim("second");
+		    if (!said)
+			    error = said.error();
+		    refused = !said && said.error().code == Errc::lost;
+		    return refused;
+	    },
+	    3s);
+	ASSERT_TRUE(refused) << "proclaimed after its connection ended: " << error;
+	EXPECT_NE(error.message.find("\"" + e + "\""), std::string::npos) << error;
+	EXPECT_EQ(error.message.find("resource_"), std::string::npos) << error;
+}
+
 TEST_F(ClientTest, EphemeralLeaseEndsWithItsConnection)
 {
 	test_support::PgClient client{"application_name=cxx_ephemeral"};

@@ -192,9 +192,7 @@ public:
 			    [&](Db &db) { return db_proclaim(db, resource_, token_, value, grace); });
 		if (!pinned_ || !db_usable(*pinned_))
 			return Error{Errc::lost, "",
-			             "the connection holding session-bound leadership of "
-			             " + resource_ + "
-			             " ended"};
+			             "the connection holding session-bound leadership of \"" + resource_ + "\" ended"};
 		return db_proclaim(*pinned_, resource_, token_, value, grace);
 	}
 
