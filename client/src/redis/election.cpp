@@ -163,12 +163,9 @@ renew_leader(Node &node, const Keys &keys, std::string_view grant, milliseconds 
              milliseconds timeout) noexcept
 {
 	try {
-		auto done = integer_of(node.eval(renew_leader_script, {keys.lock, keys.value},
-		                                 {grant, "value", std::to_string(ttl.count())}, timeout),
-		                       node, keys);
-		if (!done)
-			return done.error();
-		return *done == 1;
+		return acted(node.eval(renew_leader_script, {keys.lock, keys.value},
+		                       {grant, "value", std::to_string(ttl.count())}, timeout),
+		             node, keys);
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
 	}
@@ -178,12 +175,9 @@ Result<bool>
 resign(Node &node, const Keys &keys, std::string_view grant, milliseconds timeout) noexcept
 {
 	try {
-		auto done = integer_of(node.eval(resign_script, {keys.lock, keys.value},
-		                                 {grant, "value", keys.released, keys.election}, timeout),
-		                       node, keys);
-		if (!done)
-			return done.error();
-		return *done == 1;
+		return acted(node.eval(resign_script, {keys.lock, keys.value},
+		                       {grant, "value", keys.released, keys.election}, timeout),
+		             node, keys);
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
 	}

@@ -66,10 +66,7 @@ compare_and(Node &node, const Script &script, const Keys &keys, std::string_view
             std::string_view last_arg, milliseconds timeout) noexcept
 {
 	try {
-		auto done = integer_of(node.eval(script, {keys.lock}, {match, mode, last_arg}, timeout), node, keys);
-		if (!done)
-			return done.error();
-		return *done == 1;
+		return acted(node.eval(script, {keys.lock}, {match, mode, last_arg}, timeout), node, keys);
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
 	}
@@ -174,6 +171,15 @@ integer_of(const Result<Reply> &reply, const Node &node, const Keys &keys)
 		return Error{Errc::internal, "",
 		             "redis " + to_string(node.endpoint()) + ": a lock script answered no integer"};
 	return reply->integer;
+}
+
+Result<bool>
+acted(const Result<Reply> &reply, const Node &node, const Keys &keys)
+{
+	auto done = integer_of(reply, node, keys);
+	if (!done)
+		return done.error();
+	return *done == 1;
 }
 
 Result<bool>

@@ -36,6 +36,8 @@ inline constexpr std::int64_t max_token = (std::int64_t{1} << 53) - 1;
 /// The integer a lock script answered, or the Error it amounts to (its
 /// own refusals: a damaged counter or lock, a mismatched mode or limit).
 [[nodiscard]] Result<long long> integer_of(const Result<Reply> &reply, const Node &node, const Keys &keys);
+/// A compare-and-act script's answer (integer_of): true when it acted (1).
+[[nodiscard]] Result<bool> acted(const Result<Reply> &reply, const Node &node, const Keys &keys);
 
 /// Renew a lock's, reader's or permit's grant by (resource, token): match is
 /// "<token>:<holder>", compared whole (by_value) or by its "<token>:" part.
