@@ -171,6 +171,14 @@ protected:
 		frozen_.clear();
 	}
 
+	// ThawFirst -- declared after the lease (and its client), so that the
+	// server is thawed before they go: their release would otherwise wait on
+	// a frozen backend until the lease's deadline (TearDown comes after them)
+	struct ThawFirst {
+		PgSilentLoss &test;
+		~ThawFirst() { test.thaw(); }
+	};
+
 	static std::string dir_;
 	std::vector<int> frozen_;
 };
@@ -328,6 +336,7 @@ TEST_F(PgSilentLoss, AFencedWriteOnAFrozenServerReturnsUnavailable)
 	test_support::PgClient client{dsn(), silent_options()};
 	auto lease = client.acquire(unique_resource("silent-fenced/"), opts(30s));
 	ASSERT_TRUE(lease) << lease.error();
+	ThawFirst thaw_first{*this};
 	freeze_server();
 	auto wrote = finished_in_time(
 	    [&] { return client.fenced(*lease, [](pqxx::work &tx) { tx.exec("SELECT 1"); }); },
@@ -343,6 +352,7 @@ TEST_F(PgSilentLoss, AFencedWriteWhoseCommitIsNeverAnsweredIsInDoubt)
 	test_support::PgClient client{dsn(), silent_options()};
 	auto lease = client.acquire(unique_resource("silent-commit/"), opts(30s));
 	ASSERT_TRUE(lease) << lease.error();
+	ThawFirst thaw_first{*this};
 	int backend = 0;
 	auto wrote = finished_in_time(
 	    [&] {

@@ -33,6 +33,8 @@ list(TRANSFORM PGLEASE_ADVISE_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/ OUTPUT_VARI
 add_executable(advise_test ${PGLEASE_ROOT}/tests/client/advise_test.cpp ${PGLEASE_ROOT}/tests/client/advise_emit_test.cpp
 	${advise_sources})
 target_include_directories(advise_test PRIVATE ${PROJECT_SOURCE_DIR}/cli)
+# -O0 as every test (tests/cmake/testing.cmake, pglease_executable)
+target_compile_options(advise_test PRIVATE -O0)
 target_link_libraries(advise_test PRIVATE pglease GTest::gtest GTest::gtest_main)
 target_compile_definitions(advise_test PRIVATE
 	PGLEASE_SOURCE_DIR="${PGLEASE_ROOT}"

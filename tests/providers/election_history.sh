@@ -2,7 +2,7 @@
 # election_history.sh ELECTION_WORKER -- a history test of leader election on
 # every provider with elections, against real servers: per provider, five
 # candidates (tests/client/election_worker.cpp, history mode) campaign,
-# lead for a random while and resign, for ELECTION_HISTORY_SECONDS (60),
+# lead for a random while and resign, for ELECTION_HISTORY_SECONDS (40),
 # while a chaos loop kills a random candidate (SIGKILL; it is started again)
 # or freezes one past its TTL (SIGSTOP, then SIGCONT).  Every candidate also
 # follows the election with an ElectionObserver.  Then, from what the
@@ -21,7 +21,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
 WORKER="${1:?usage: election_history.sh PATH/election_worker}"
-SECONDS_RUN="${ELECTION_HISTORY_SECONDS:-60}"
+SECONDS_RUN="${ELECTION_HISTORY_SECONDS:-40}"
 TTL_MS=1500
 : "${PGLEASE_CLUSTER:?the PostgreSQL cluster (the pg_preload fixture) is not named}"
 REDIS="$ROOT/scripts/redis.sh" ETCD="$ROOT/scripts/etcd.sh" ZK="$ROOT/scripts/zookeeper.sh"

@@ -4,7 +4,7 @@
 # servers, all providers at once.  Each provider is asked for its
 # capabilities (sharing_worker caps).  One with shared_mode and semaphore
 # gets 20 clients (tests/client/sharing_worker.cpp, history mode) for
-# SHARING_HISTORY_SECONDS (60), readers and writers on one resource and
+# SHARING_HISTORY_SECONDS (40), readers and writers on one resource and
 # permits of 3 and of 2 on two others; one with only one kind gets those resources
 # alone.  Clients are processes of their own, and a chaos loop kills one
 # (SIGKILL; it is started again) or freezes one past its TTL (SIGSTOP, then
@@ -25,7 +25,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
 WORKER="${1:?usage: sharing_history.sh PATH/sharing_worker}"
-SECONDS_RUN="${SHARING_HISTORY_SECONDS:-60}"
+SECONDS_RUN="${SHARING_HISTORY_SECONDS:-40}"
 CLIENTS=20 TTL_MS=1500
 : "${PGLEASE_CLUSTER:?the PostgreSQL cluster (the pg_preload fixture) is not named}"
 command -v python3 >/dev/null || die "python3 is missing (apt-get install python3)"
