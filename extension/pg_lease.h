@@ -34,6 +34,7 @@
 #include "access/xact.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+#include "storage/itemptr.h"
 
 /* Limits of the SQL API (documented in docs/sql.md, checked by sql/bad_input.sql). */
 #define LEASE_MAX_RESOURCE_BYTES	256
@@ -166,6 +167,8 @@ typedef enum LeaseQuery
 	Q_IS_CURRENT,
 	Q_BREAK,
 	Q_GC,
+	Q_RENEW_AT,
+	Q_RELEASE_AT,
 	LEASE_NUM_QUERIES
 } LeaseQuery;
 
@@ -216,11 +219,17 @@ extern uint64 lease_exec(LeaseQuery q, Datum *values, const char *nulls);
 extern uint64 lease_exec_change(LeaseQuery q, Datum *values, const char *nulls,
 								int64 *result, bool *locked);
 extern int64 lease_result_int64(int col);
+extern bool lease_changed_tid(ItemPointer tid);
 extern void lease_read_row(text *resource, LeaseRow *row);
 extern int	lease_read_grants(text *resource, LeaseRow **rows);
 extern bool lease_schema_has_rows(void);
 typedef bool (*LeaseSubxactFn) (void *arg);
 extern bool lease_in_subxact(LeaseSubxactFn fn, void *arg, bool *locked);
+
+/* ---- lease_where.c: where this backend last wrote a grant's row ---- */
+
+extern void lease_where_note(const char *res, int64 token);
+extern bool lease_where_find(const char *res, int64 token, ItemPointer tid);
 
 /* ---- lease_lockqueue.c: the wait queue when not preloaded ---- */
 
