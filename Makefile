@@ -81,10 +81,12 @@ ha:
 
 # Every provider and baseline, every scenario, one interleaved run (bench/results/latest.{md,json,svg});
 # (its servers on free loopback ports, the clusters on Unix sockets); then the
-# election figures (bench/election.sh: bench/results/election.md) and the shared-lease
-# and semaphore figures (bench/sharing.sh: bench/results/sharing.md)
+# election figures (bench/election.sh: bench/results/election.md), the shared-lease
+# and semaphore figures (bench/sharing.sh: bench/results/sharing.md) and what lease
+# pairs cost a TPC-B beside them (bench/host_impact.sh: bench/results/host-impact.md)
 bench:
 	bench/run.sh
+	bench/host_impact.sh
 	bench/election.sh
 	bench/sharing.sh
 
