@@ -13,6 +13,7 @@
  *	lease_args.c		SQL arguments, checked, into a LeaseRequest
  *	lease_queries.c		the text of every statement on lease.grants
  *	lease_spi.c			how the statements run: SPI, owner role, subtransactions
+ *	lease_where.c		where this backend last wrote a grant's row: a hint (ctid)
  *	lease_lockqueue.c	the wait queue when not preloaded: an advisory lock
  *	lease_xact.c		commit-time work: async release-only commit, wake-ups
  *	lease_session.c		session liveness and session-bound grants at exit
