@@ -8,7 +8,7 @@ MODULE_big  = pg_lease
 OBJS        = extension/lease_load.o extension/lease_stats.o extension/lease_wait.o extension/lease_wake.o \
               extension/lease_args.o extension/lease_queries.o extension/lease_spi.o extension/lease_lockqueue.o extension/lease_xact.o \
               extension/lease_session.o extension/lease_held.o extension/lease_try.o extension/lease_acquire.o \
-              extension/lease_grant_ops.o extension/lease_election.o extension/lease_funcs.o
+              extension/lease_grant_ops.o extension/lease_where.o extension/lease_election.o extension/lease_funcs.o
 # One base script (0.1.0, as it shipped) and the upgrade chain to the current
 # version, as contrib does: CREATE EXTENSION runs the base and then each update
 # (PostgreSQL finds the path, there being no script of default_version).  A new
@@ -81,10 +81,12 @@ ha:
 
 # Every provider and baseline, every scenario, one interleaved run (bench/results/latest.{md,json,svg});
 # (its servers on free loopback ports, the clusters on Unix sockets); then the
-# election figures (bench/election.sh: bench/results/election.md) and the shared-lease
-# and semaphore figures (bench/sharing.sh: bench/results/sharing.md)
+# election figures (bench/election.sh: bench/results/election.md), the shared-lease
+# and semaphore figures (bench/sharing.sh: bench/results/sharing.md) and what lease
+# pairs cost a TPC-B beside them (bench/host_impact.sh: bench/results/host-impact.md)
 bench:
 	bench/run.sh
+	bench/host_impact.sh
 	bench/election.sh
 	bench/sharing.sh
 

@@ -3,51 +3,52 @@
 # The caller sets BENCH_DIR, REPO, sources scripts/lib/common.sh (die, psql_q)
 # and defines log() first.
 # Functions:
-#   bench_prerequisites   install what is missing, this checkout's extension if the
-#                         installed one differs, build the client libraries and the driver
+#   bench_prerequisites   check what the run needs (installing nothing), build the
+#                         client libraries and the driver
 #   cpu_busy_pct SECONDS  whole-machine CPU busy % over that many seconds
 #   measure_fdatasync     fdatasync latency of one 8 kB write (pg_test_fsync -s 2)
 #   sql DIR PORT DB ARGS  psql on a scripts/cluster.sh cluster
 #   conninfo DIR PORT     its libpq connection string (without dbname)
 #   fill_lease, fill_handmade, fill_floor   the tables the benchmark works on
 
-# bench_prerequisites: what the benchmark needs, installed by scripts/install-deps.sh
-# when missing (PostgreSQL 15, redis, etcd, ZooKeeper, the client's libraries, g++);
-# this checkout's extension when the installed one differs; the client libraries
-# (build/client, only the library targets) and the driver (the CMake target
+# bench_prerequisites: what the benchmark needs, checked, never installed: PostgreSQL 15,
+# redis, etcd, ZooKeeper, the client's libraries and g++ (`make deps` installs them), and
+# this checkout's extension installed as built (`make install`); a run that finds
+# something missing stops, saying which and how to get it.  Then it builds the client
+# libraries (build/client, only the library targets) and the driver (the CMake target
 # pglease_bench of tests/CMakeLists.txt: build/client/pglease_bench).
 bench_prerequisites() {
 	local c missing=""
 	for c in pg_config redis-server redis-cli etcd java g++ cmake curl; do
 		command -v "$c" >/dev/null 2>&1 || missing="$missing $c"
 	done
-	for c in zookeeper/zookeeper.h hiredis/hiredis.h curl/curl.h pqxx/pqxx java/zookeeper.jar; do
-		[ -e "/usr/include/$c" ] || [ -e "/usr/share/$c" ] || missing="$missing $c"
+	# curl's header is under the multiarch directory on Debian (libcurl4-openssl-dev)
+	for c in zookeeper/zookeeper.h hiredis/hiredis.h pqxx/pqxx; do
+		[ -e "/usr/include/$c" ] || missing="$missing $c"
 	done
-	if [ -n "$missing" ]; then
-		log "missing:$missing; running scripts/install-deps.sh"
-		"$REPO/scripts/install-deps.sh" || die "scripts/install-deps.sh failed"
-	fi
+	compgen -G "/usr/include/*/curl/curl.h" >/dev/null || [ -e /usr/include/curl/curl.h ] ||
+		missing="$missing curl/curl.h"
+	[ -e /usr/share/java/zookeeper.jar ] || missing="$missing java/zookeeper.jar"
+	[ -z "$missing" ] ||
+		die "missing:$missing. Install them with 'make deps' (as root: scripts/install-deps.sh), then run again"
 	PG_BINDIR="$(pg_config --bindir)"
 	PSQL="$PG_BINDIR/psql"
-	[ -x "$PSQL" ] || die "psql not found in $PG_BINDIR: install postgresql-client-15"
+	[ -x "$PSQL" ] || die "psql not found in $PG_BINDIR: install postgresql-client-15 ('make deps')"
 	CLUSTER="$REPO/scripts/cluster.sh"
 	[ -x "$CLUSTER" ] || die "$CLUSTER not found or not executable"
 
-	# measure this checkout's extension: build it, and install it when what is installed
-	# differs (a stale installation would be measured otherwise); an unchanged one is left
-	# alone, as other test runs may be using it
-	local script differs=false
+	# measure this checkout's extension: build it, and stop when what is installed differs
+	# (a stale installation would be measured otherwise); installing is 'make install'
+	local script differs=""
 	make -s -C "$REPO" all >/dev/null || die "building the extension failed"
-	cmp -s "$REPO/pg_lease.so" "$(pg_config --pkglibdir)/pg_lease.so" || differs=true
+	cmp -s "$REPO/pg_lease.so" "$(pg_config --pkglibdir)/pg_lease.so" || differs="$differs pg_lease.so"
 	# the control file and every script (one base, the upgrade chain)
 	for script in "$REPO/pg_lease.control" "$REPO"/extension/pg_lease--*.sql; do
-		cmp -s "$script" "$(pg_config --sharedir)/extension/${script##*/}" || differs=true
+		cmp -s "$script" "$(pg_config --sharedir)/extension/${script##*/}" || differs="$differs ${script##*/}"
 	done
-	if $differs; then
-		log "pg_lease is not installed or differs from this checkout: running scripts/install-extension.sh"
-		"$REPO/scripts/install-extension.sh" || die "scripts/install-extension.sh failed"
-	fi
+	[ -z "$differs" ] ||
+		die "the installed pg_lease ($(pg_config --pkglibdir)) differs from this checkout's or is missing:$differs." \
+			"Install it with 'make install' (as root, or sudo) in $REPO, then run again"
 
 	# the client libraries (every provider) and the driver linked against them
 	local lib="$REPO/build/client"

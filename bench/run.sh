@@ -8,8 +8,9 @@
 #   bench/run.sh            5 repetitions, 1.5 s per run (3 s hot)   (about 13 min on 2 cores)
 #   bench/run.sh --quick    2 repetitions, 0.3 s per run (1 s hot)   (under 3 min)
 #
-# Installs what is missing (scripts/install-deps.sh), installs this checkout's
-# extension if the installed one differs, builds the client libraries and
+# Installs nothing: when a tool or library is missing, or the installed extension
+# differs from this checkout's, it stops and says so ('make deps', 'make install').
+# It builds the client libraries and
 # its driver (the CMake target pglease_bench, build/client/pglease_bench), and starts its own throwaway servers, all stopped and
 # removed at exit: two PostgreSQL clusters (scripts/cluster.sh, with and without
 # shared_preload_libraries = 'pg_lease'), five redis-server (one plain, one
@@ -40,7 +41,7 @@ QUICK=0
 for arg in "$@"; do
 	case "$arg" in
 	--quick) QUICK=1 ;;
-	-h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument '$arg' (--quick, --help)" ;;
 	esac
 done

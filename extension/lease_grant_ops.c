@@ -49,6 +49,33 @@ grant_check_owner(const LeaseCaller *caller, const LeaseRequest *req, const char
 }
 
 /*
+ * grant_change -- run renew, proclaim or release (q, its n parameters in
+ * values) as a conditional change; renew and release go first to the row
+ * version this backend last wrote for the grant, by its ctid (lease_where.c),
+ * and run by the index only if that changed nothing.  A renewal's new
+ * version is remembered in turn.
+ */
+static bool
+grant_change(const LeaseRequest *req, LeaseQuery q, Datum *values, char *nulls, int n)
+{
+	ItemPointerData tid;
+	bool		done = false;
+
+	if ((q == Q_RENEW || q == Q_RELEASE) && lease_where_find(req->res, req->token, &tid))
+	{
+		values[n] = PointerGetDatum(&tid);
+		nulls[n] = ' ';
+		done = lease_exec_change(q == Q_RENEW ? Q_RENEW_AT : Q_RELEASE_AT, values, nulls,
+								 NULL, NULL) > 0;
+	}
+	if (!done)
+		done = lease_exec_change(q, values, nulls, NULL, NULL) > 0;
+	if (done && q == Q_RENEW)
+		lease_where_note(req->res, req->token);
+	return done;
+}
+
+/*
  * grant_act -- run renew, proclaim, release or fence on exactly (resource, token)
  *
  * The statements take ($1 resource, $2 token, [$3 ttl or value,] owner,
@@ -62,11 +89,11 @@ static bool
 grant_act(const LeaseRequest *req, LeaseQuery q, const char *action)
 {
 	LeaseCaller caller;
-	Datum		values[5];
+	Datum		values[6];
 	int			n = 0;
 	bool		done;
 
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 	Assert(q == Q_RENEW || q == Q_PROCLAIM || q == Q_RELEASE || q == Q_FENCE ||
 		   q == Q_FENCE_EXCLUSIVE);
@@ -86,7 +113,7 @@ grant_act(const LeaseRequest *req, LeaseQuery q, const char *action)
 	if (q == Q_FENCE || q == Q_FENCE_EXCLUSIVE)
 		done = lease_exec(q, values, nulls) > 0;
 	else
-		done = lease_exec_change(q, values, nulls, NULL, NULL) > 0;
+		done = grant_change(req, q, values, nulls, n);
 	if (!done)
 		grant_check_owner(&caller, req, action);
 	lease_end(&caller);

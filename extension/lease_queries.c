@@ -42,6 +42,20 @@
 	"       holder = $4"
 #define LEASE_SET_VALUE ", value = $7"
 
+/* Renew ($3 ttl) and release of (resource $1, token $2), by its owner ($4 or $3) or a superuser */
+#define LEASE_RENEW \
+	"UPDATE lease.grants" \
+	"   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3," \
+	"       renewed_at = pg_catalog.clock_timestamp()" \
+	" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2" \
+	"   AND " LEASE_CURRENT \
+	"   AND (owner OPERATOR(pg_catalog.=) $4 OR $5)"
+#define LEASE_RELEASE \
+	"UPDATE lease.grants SET expires_at = pg_catalog.clock_timestamp(), released = true" \
+	" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2" \
+	"   AND " LEASE_CURRENT \
+	"   AND (owner OPERATOR(pg_catalog.=) $3 OR $4)"
+
 /* The parameters of a new grant: see LEASE_NEW_GRANT. */
 #define LEASE_GRANT_ARGTYPES \
 	TEXTOID, INTERVALOID, OIDOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID
@@ -80,7 +94,7 @@ const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		" WHERE resource OPERATOR(pg_catalog.=) $1 AND released"
 		"   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
 		"   AND mode OPERATOR(pg_catalog.=) 'exclusive' AND permits OPERATOR(pg_catalog.=) 0"
-		" RETURNING token",
+		" RETURNING token, ctid",
 		7, {LEASE_GRANT_ARGTYPES}
 	},
 	[Q_ADD_RESOURCE] = {
@@ -142,13 +156,7 @@ const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		7, {TEXTOID, INT8OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TEXTOID}
 	},
 	[Q_RENEW] = {
-		"UPDATE lease.grants"
-		"   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
-		"       renewed_at = pg_catalog.clock_timestamp()"
-		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
-		"   AND " LEASE_CURRENT
-		"   AND (owner OPERATOR(pg_catalog.=) $4 OR $5)"
-		" RETURNING token",
+		LEASE_RENEW " RETURNING token, ctid",
 		5, {TEXTOID, INT8OID, INTERVALOID, OIDOID, BOOLOID}
 	},
 	/* A proclamation: the value of exactly the current grant (resource, token). */
@@ -177,11 +185,7 @@ const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		2, {TEXTOID, INT8OID}
 	},
 	[Q_RELEASE] = {
-		"UPDATE lease.grants SET expires_at = pg_catalog.clock_timestamp(), released = true"
-		" WHERE resource OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2"
-		"   AND " LEASE_CURRENT
-		"   AND (owner OPERATOR(pg_catalog.=) $3 OR $4)"
-		" RETURNING token",
+		LEASE_RELEASE " RETURNING token",
 		4, {TEXTOID, INT8OID, OIDOID, BOOLOID}
 	},
 	[Q_FENCE] = {
@@ -241,6 +245,25 @@ const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		"  WHERE r.ctid OPERATOR(pg_catalog.=) idle.ctid)"
 		" SELECT pg_catalog.count(*) FROM gone",
 		1, {TIMESTAMPTZOID}
+	},
+	/*
+	 * Renew and release of the row version this backend last wrote for the
+	 * grant (lease_where.c), reached by its ctid ($6, $5): a TID scan, which
+	 * does not prune the page as an index scan does.  Every condition of
+	 * Q_RENEW and Q_RELEASE is there too, and a row version changed since
+	 * is re-checked on its newest version as theirs is, so these change
+	 * exactly what those would, or nothing (a version no longer visible,
+	 * the ctid now another row's): then the caller runs Q_RENEW or
+	 * Q_RELEASE.  Only where the page is pruned changes: at the next
+	 * acquire's visit, once for the pair, instead of at every statement.
+	 */
+	[Q_RENEW_AT] = {
+		LEASE_RENEW " AND ctid OPERATOR(pg_catalog.=) $6 RETURNING token, ctid",
+		6, {TEXTOID, INT8OID, INTERVALOID, OIDOID, BOOLOID, TIDOID}
+	},
+	[Q_RELEASE_AT] = {
+		LEASE_RELEASE " AND ctid OPERATOR(pg_catalog.=) $5 RETURNING token",
+		5, {TEXTOID, INT8OID, OIDOID, BOOLOID, TIDOID}
 	},
 };
 

@@ -280,15 +280,44 @@ typedef struct SpiChange
 	uint64		changed;
 } SpiChange;
 
+/* The ctid the last change returned as its second column, if it did. */
+static ItemPointerData changed_tid;
+static bool changed_has_tid = false;
+
 static bool
 spi_change(void *arg)
 {
 	SpiChange  *c = arg;
 
+	changed_has_tid = false;
 	c->changed = lease_exec(c->q, c->values, c->nulls);
 	if (c->changed > 0 && c->result != NULL)
 		*c->result = lease_result_int64(1);
+	if (c->changed > 0 && SPI_tuptable->tupdesc->natts >= 2 &&
+		SPI_gettypeid(SPI_tuptable->tupdesc, 2) == TIDOID)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (!isnull)
+		{
+			ItemPointerCopy((ItemPointer) DatumGetPointer(d), &changed_tid);
+			changed_has_tid = true;
+		}
+	}
 	return c->changed > 0;
+}
+
+/*
+ * lease_changed_tid -- the ctid of the row version the last lease_exec_change
+ * wrote, when its statement returns it second; false if it does not
+ */
+bool
+lease_changed_tid(ItemPointer tid)
+{
+	if (changed_has_tid)
+		ItemPointerCopy(&changed_tid, tid);
+	return changed_has_tid;
 }
 
 /*

@@ -115,6 +115,7 @@ acquire_take_released(const LeaseCaller *caller, const LeaseRequest *req, int64 
 	acquire_grant_params(values, nulls, 7, req, caller);
 	if (lease_exec_change(Q_TAKE_RELEASED, values, nulls, token, &locked) > 0)
 	{
+		lease_where_note(req->res, *token); /* its release goes there (lease_where.c) */
 		lease_count(LEASE_STAT_GRANTS);
 		return LEASE_TRY_GRANTED;
 	}

@@ -13,6 +13,7 @@
  *	lease_args.c		SQL arguments, checked, into a LeaseRequest
  *	lease_queries.c		the text of every statement on lease.grants
  *	lease_spi.c			how the statements run: SPI, owner role, subtransactions
+ *	lease_where.c		where this backend last wrote a grant's row: a hint (ctid)
  *	lease_lockqueue.c	the wait queue when not preloaded: an advisory lock
  *	lease_xact.c		commit-time work: async release-only commit, wake-ups
  *	lease_session.c		session liveness and session-bound grants at exit
@@ -34,6 +35,7 @@
 #include "access/xact.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+#include "storage/itemptr.h"
 
 /* Limits of the SQL API (documented in docs/sql.md, checked by sql/bad_input.sql). */
 #define LEASE_MAX_RESOURCE_BYTES	256
@@ -166,6 +168,8 @@ typedef enum LeaseQuery
 	Q_IS_CURRENT,
 	Q_BREAK,
 	Q_GC,
+	Q_RENEW_AT,
+	Q_RELEASE_AT,
 	LEASE_NUM_QUERIES
 } LeaseQuery;
 
@@ -216,11 +220,17 @@ extern uint64 lease_exec(LeaseQuery q, Datum *values, const char *nulls);
 extern uint64 lease_exec_change(LeaseQuery q, Datum *values, const char *nulls,
 								int64 *result, bool *locked);
 extern int64 lease_result_int64(int col);
+extern bool lease_changed_tid(ItemPointer tid);
 extern void lease_read_row(text *resource, LeaseRow *row);
 extern int	lease_read_grants(text *resource, LeaseRow **rows);
 extern bool lease_schema_has_rows(void);
 typedef bool (*LeaseSubxactFn) (void *arg);
 extern bool lease_in_subxact(LeaseSubxactFn fn, void *arg, bool *locked);
+
+/* ---- lease_where.c: where this backend last wrote a grant's row ---- */
+
+extern void lease_where_note(const char *res, int64 token);
+extern bool lease_where_find(const char *res, int64 token, ItemPointer tid);
 
 /* ---- lease_lockqueue.c: the wait queue when not preloaded ---- */
 
