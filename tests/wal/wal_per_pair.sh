@@ -12,12 +12,12 @@
 # checkpoint runs while it measures (checkpoint_timeout 1 h): its full-page
 # images would be the checkpoint's cost, not the pair's.
 #
-# Settings: WAL_PAIRS (default 4000), WAL_MAX_RECORDS (6), WAL_MAX_BYTES (450).
+# Settings: WAL_PAIRS (default 1500), WAL_MAX_RECORDS (6), WAL_MAX_BYTES (450).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/lib/common.sh"
 MODE="${1:?usage: wal_per_pair.sh preload|nopreload}"
-PAIRS="${WAL_PAIRS:-4000}" MAX_RECORDS="${WAL_MAX_RECORDS:-6}" MAX_BYTES="${WAL_MAX_BYTES:-450}"
+PAIRS="${WAL_PAIRS:-1500}" MAX_RECORDS="${WAL_MAX_RECORDS:-6}" MAX_BYTES="${WAL_MAX_BYTES:-450}"
 NRES=20000
 
 command -v pg_config >/dev/null 2>&1 || die "pg_config not found: run 'make deps' (postgresql-server-dev-15)"
