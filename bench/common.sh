@@ -26,8 +26,8 @@ bench_prerequisites() {
 	for c in zookeeper/zookeeper.h hiredis/hiredis.h pqxx/pqxx; do
 		[ -e "/usr/include/$c" ] || missing="$missing $c"
 	done
-	compgen -G "/usr/include/*/curl/curl.h" >/dev/null || [ -e /usr/include/curl/curl.h ] ||
-		missing="$missing curl/curl.h"
+	local inc=/usr/include hdr=curl/curl.h
+	compgen -G "$inc/*/$hdr" >/dev/null || [ -e "$inc/$hdr" ] || missing="$missing $hdr"
 	[ -e /usr/share/java/zookeeper.jar ] || missing="$missing java/zookeeper.jar"
 	[ -z "$missing" ] ||
 		die "missing:$missing. Install them with 'make deps' (as root: scripts/install-deps.sh), then run again"

@@ -6,7 +6,7 @@
 # clusters CTest fixtures start; the C++ suites; the CLI against every
 # provider; conformance; the quick fault suite and the quick HA run).
 # Arguments go to ctest (e.g. -L unit, -R shell, -j1).  Tests run
-# PGLEASE_TEST_JOBS at a time (default 3: on 2 cores the fastest that stays
+# PGLEASE_TEST_JOBS at a time (default 4: on 2 cores the fastest that stays
 # green, docs/tests.md; locks in tests/CMakeLists.txt keep apart the tests
 # that must not overlap).  A line as each test starts and ends (with its time
 # and result), every test's output in one log under build/client/test-logs/,
@@ -30,7 +30,7 @@ cmake --build "$BUILD" -j2 >/dev/null
 
 # label "full": tests only the full fault run has (make faults), left out here
 # unless the arguments choose labels themselves; a -j of the arguments wins
-jobs=(-j "${PGLEASE_TEST_JOBS:-3}")
+jobs=(-j "${PGLEASE_TEST_JOBS:-4}")
 case " $* " in
 *" -LE "* | *" -L "*) run_ctest "make test" "$BUILD" "${jobs[@]}" "$@" ;;
 *) run_ctest "make test" "$BUILD" "${jobs[@]}" -LE '^full$' "$@" ;;
