@@ -97,6 +97,13 @@ public:
 
 	[[nodiscard]] bool tls() const noexcept { return ssl_ != nullptr; }
 
+	/// The socket, for a caller that waits on several streams in one poll(2)
+	/// (redlock/round.cpp) and then reads each with read_some and a deadline
+	/// already passed: it takes what came without waiting.  Read until it
+	/// returns 0 before polling again: TLS may hold bytes the socket no
+	/// longer shows.
+	[[nodiscard]] int fd() const noexcept { return fd_; }
+
 private:
 	Transport(int fd, Tls tls) noexcept;
 	static Result<Transport> open_as(const HostPort &endpoint, const Tls &tls, Deadline deadline,
