@@ -164,10 +164,16 @@ TEST_F(RedlockRounds, a_frozen_node_slows_no_call_a_majority_answers_first)
 	}
 	std::sort(took.begin(), took.end());
 	const long long node_timeout_us = 50'000;
+	const auto slow = std::count_if(took.begin(), took.end(), [&](long long us) { return us >= node_timeout_us; });
 	std::cout << took.size() << " pairs with 1 of 3 nodes frozen: median " << took[took.size() / 2]
-	          << " us, max " << took.back() << " us (the per-node timeout: " << node_timeout_us << " us)\n";
-	EXPECT_LT(took.back(), node_timeout_us)
-	    << "a pair waited for the frozen node: the round did not end when the majority answered";
+	          << " us, max " << took.back() << " us, " << slow << " took the per-node timeout ("
+	          << node_timeout_us << " us) or more\n";
+	// Waiting for the frozen node, the first pair takes the timeout, and so
+	// does one after each backoff (50, 100, 200, 300 ms...): 4 or more in a
+	// second.  One is allowed for a stall of this thread on a loaded machine
+	// (the test runs beside others: pairs of 20-40 ms were seen at a load of 9
+	// on 2 cores, none of them waiting for node 3).
+	EXPECT_LE(slow, 1) << "pairs waited for the frozen node: the round did not end when the majority answered";
 
 	// thawed, node 3 answers again: it holds the next grant (its old replies,
 	// if any came, were not taken for the new ones)
