@@ -5,6 +5,7 @@
 #include "redlock/link.hpp"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -183,7 +184,7 @@ Link::connect(Deadline deadline)
 	if (!reader_)
 		return out_of_memory();
 	auto by = std::min(deadline, deadline_after(Clock::now(), node_->connect_timeout()));
-	auto stream = redis::Transport::open(endpoint(), node_->tls(), by);
+	auto stream = redis::Transport::connect_only(endpoint(), node_->tls(), by);
 	if (!stream) {
 		Error e{stream.error().code, "",
 		        "redis " + to_string(endpoint()) + ": cannot connect: " + stream.error().message};
@@ -195,6 +196,8 @@ Link::connect(Deadline deadline)
 	answered_ = false;
 	fresh_ = true;
 	loaded_.clear();
+	if (auto shaken = shake_hands(); !shaken) // the ClientHello goes now
+		return shaken.error();
 	const auto &who = node_->credentials();
 	if (who.given()) {
 		if (who.user.empty())
@@ -243,12 +246,37 @@ Link::append_request()
 	owed_.push_back({What::request, due_});
 }
 
+// write -- what is queued, once the TLS handshake is done (until then it
+// waits in out_: receive() sends it)
 Result<void>
 Link::write(Deadline deadline)
 {
+	if (stream_->handshaking())
+		return {};
 	auto sent = stream_->write_all(out_, deadline);
 	out_.clear();
 	return sent;
+}
+
+// shake_hands -- the TLS handshake of a new connection, as far as it goes
+// without waiting; true when done
+Result<bool>
+Link::shake_hands()
+{
+	auto done = stream_->continue_handshake(endpoint());
+	if (done)
+		return done;
+	Error e{done.error().code, "", "redis " + to_string(endpoint()) + ": cannot connect: " + done.error().message};
+	close();
+	if (e.code == Errc::unavailable)
+		node_->unreachable(e);
+	return e;
+}
+
+short
+Link::events() const noexcept
+{
+	return stream_ && stream_->handshaking() && stream_->handshake_wants_write() ? POLLOUT : POLLIN;
 }
 
 Result<std::optional<Reply>>
@@ -257,6 +285,15 @@ Link::receive(Deadline deadline) noexcept
 	try {
 		if (!stream_)
 			return Error{Errc::unavailable, "", "redis " + to_string(endpoint()) + ": not connected"};
+		if (stream_->handshaking()) {
+			auto done = shake_hands();
+			if (!done)
+				return done.error();
+			if (!*done)
+				return std::optional<Reply>{};
+			if (auto sent = write(deadline); !sent)
+				return failed("sending", sent.error(), deadline);
+		}
 		return read_replies(deadline);
 	} catch (const std::bad_alloc &) {
 		close();

@@ -11,8 +11,9 @@
 // node did not answer in time: the link closes and the node backs off, as
 // when a round's deadline passes without its reply.
 //
-// On a new connection AUTH and SELECT (when the URL asks for them) go in
-// the same write as the request, and a script goes whole (EVAL) the first
+// On a new connection the TLS handshake (redlocks://) goes step by step in
+// the round's poll, every node's at once; AUTH and SELECT (when the URL asks
+// for them) go in the same write as the request, and a script goes whole (EVAL) the first
 // time on each connection, EVALSHA after; a NOSCRIPT (SCRIPT FLUSH) is
 // answered with the EVAL within the round.  A pooled connection found dead
 // (a restarted node) buys one fresh connection within the round, as
@@ -93,8 +94,12 @@ public:
 	/// Reply; an Error is the node's failure (the link is closed then).
 	[[nodiscard]] Result<std::optional<Reply>> receive(Deadline deadline) noexcept;
 
-	/// The socket the reply comes on (-1: none).
+	/// The socket the reply comes on (-1: none), and what to poll it for
+	/// (POLLOUT while a TLS handshake waits to write, else POLLIN).
 	[[nodiscard]] int fd() const noexcept { return stream_ ? stream_->fd() : -1; }
+	[[nodiscard]] short events() const noexcept;
+	/// A new TLS connection is still shaking hands.
+	[[nodiscard]] bool handshaking() const noexcept { return stream_ && stream_->handshaking(); }
 
 	/// The round ends without the reply.  late: its deadline passed, so the
 	/// node failed it (the link closes, the node backs off); else the reply
@@ -113,6 +118,7 @@ private:
 	Result<void> settle(Deadline deadline);
 	Result<void> connect(Deadline deadline);
 	Result<void> write(Deadline deadline);
+	Result<bool> shake_hands();
 	void append(const std::vector<std::string_view> &argv);
 	void append_request();
 	[[nodiscard]] bool owes_request() const noexcept;

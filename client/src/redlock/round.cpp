@@ -32,7 +32,6 @@ count(Votes &v, const Result<Reply> &reply, const redis::Endpoint &endpoint)
 		error = Error{Errc::internal, "", "redis " + to_string(endpoint) + ": no integer"};
 	if (error.code == Errc::permission)
 		v.refused++;
-	v.unheard++;
 	v.errors += (v.errors.empty() ? "" : "; ") + error.message;
 }
 
@@ -58,7 +57,7 @@ gather(std::vector<Link> &links, std::vector<Answer> &answers, std::size_t enoug
 		which.clear();
 		for (std::size_t i = 0; i < links.size(); i++)
 			if (!answers[i]) {
-				fds.push_back(pollfd{links[i].fd(), POLLIN, 0});
+				fds.push_back(pollfd{links[i].fd(), links[i].events(), 0});
 				which.push_back(i);
 			}
 		auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
@@ -136,15 +135,14 @@ Cluster::ask(const Script &script, std::string_view key, const std::vector<std::
 			count(v, *answers[i], (*links)[i].endpoint());
 			continue;
 		}
-		(*links)[i].abandon(late);
+		const std::string what = (*links)[i].handshaking()
+		                             ? "no TLS handshake within " + std::to_string(timeout.count()) +
+		                                   " ms (is this port a TLS port of Redis?)"
+		                             : "no reply within " + std::to_string(timeout.count()) + " ms";
+		(*links)[i].abandon(late); // early: its reply is read at the next round
 		if (late)
-			count(v,
-			      Error{Errc::unavailable, "",
-			            "redis " + to_string((*links)[i].endpoint()) + ": no reply within " +
-			                std::to_string(timeout.count()) + " ms"},
+			count(v, Error{Errc::unavailable, "", "redis " + to_string((*links)[i].endpoint()) + ": " + what},
 			      (*links)[i].endpoint());
-		else
-			v.unheard++;
 	}
 	give_back(std::move(links));
 	return v;

@@ -29,7 +29,6 @@ struct Votes {
 	std::size_t yes = 0;     ///< replied 1
 	std::size_t no = 0;      ///< replied another integer
 	std::size_t refused = 0; ///< refused the credentials or the keys (Errc::permission)
-	std::size_t unheard = 0; ///< failed, or not heard before the round ended
 	std::string errors;      ///< the failing nodes, for a message
 
 	/// The Error of a round with no majority of answers: Errc::permission
