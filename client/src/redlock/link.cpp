@@ -159,10 +159,14 @@ Link::settle(Deadline deadline)
 {
 	if (!stream_ || owed_.empty())
 		return {};
-	if (auto r = read_replies(deadline); !r) {
-		if (r.error().code == Errc::unavailable && !stream_)
-			return {}; // the connection died meanwhile: a fresh one
-		return r.error();
+	// (a TLS handshake a round left unfinished: what it queued is still in
+	// out_, and goes with this round's request once the handshake is done)
+	if (!stream_->handshaking()) {
+		if (auto r = read_replies(deadline); !r) {
+			if (r.error().code == Errc::unavailable && !stream_)
+				return {}; // the connection died meanwhile: a fresh one
+			return r.error();
+		}
 	}
 	if (!owed_.empty() && Clock::now() >= owed_.front().due) {
 		Error late{Errc::unavailable, "", "redis " + to_string(endpoint()) + ": no reply in time"};
