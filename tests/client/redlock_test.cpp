@@ -164,7 +164,8 @@ TEST_F(RedlockRounds, a_frozen_node_slows_no_call_a_majority_answers_first)
 	}
 	std::sort(took.begin(), took.end());
 	const long long node_timeout_us = 50'000;
-	const auto slow = std::count_if(took.begin(), took.end(), [&](long long us) { return us >= node_timeout_us; });
+	const auto slow =
+	    std::count_if(took.begin(), took.end(), [&](long long us) { return us >= node_timeout_us; });
 	std::cout << took.size() << " pairs with 1 of 3 nodes frozen: median " << took[took.size() / 2]
 	          << " us, max " << took.back() << " us, " << slow << " took the per-node timeout ("
 	          << node_timeout_us << " us) or more\n";
@@ -173,7 +174,8 @@ TEST_F(RedlockRounds, a_frozen_node_slows_no_call_a_majority_answers_first)
 	// second.  One is allowed for a stall of this thread on a loaded machine
 	// (the test runs beside others: pairs of 20-40 ms were seen at a load of 9
 	// on 2 cores, none of them waiting for node 3).
-	EXPECT_LE(slow, 1) << "pairs waited for the frozen node: the round did not end when the majority answered";
+	EXPECT_LE(slow, 1)
+	    << "pairs waited for the frozen node: the round did not end when the majority answered";
 
 	// thawed, node 3 answers again: it holds the next grant (its old replies,
 	// if any came, were not taken for the new ones)

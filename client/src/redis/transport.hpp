@@ -134,8 +134,8 @@ private:
 
 	int fd_ = -1;
 	ssl_st *ssl_ = nullptr;
-	Tls tls_; // the context outlives every session made from it
-	bool handshaking_ = false;          // connect_only() left the TLS handshake to finish
+	Tls tls_;                            // the context outlives every session made from it
+	bool handshaking_ = false;           // connect_only() left the TLS handshake to finish
 	bool handshake_wants_write_ = false; // ... and it waits to write
 };
 

@@ -270,7 +270,8 @@ Link::shake_hands()
 	auto done = stream_->continue_handshake(endpoint());
 	if (done)
 		return done;
-	Error e{done.error().code, "", "redis " + to_string(endpoint()) + ": cannot connect: " + done.error().message};
+	Error e{done.error().code, "",
+	        "redis " + to_string(endpoint()) + ": cannot connect: " + done.error().message};
 	close();
 	if (e.code == Errc::unavailable)
 		node_->unreachable(e);
@@ -312,7 +313,8 @@ Link::read_replies(Deadline deadline)
 	for (;;) {
 		void *raw = nullptr;
 		if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
-			Error e{Errc::internal, "", "redis " + to_string(endpoint()) + ": protocol error: " + reader_->errstr};
+			Error e{Errc::internal, "",
+			        "redis " + to_string(endpoint()) + ": protocol error: " + reader_->errstr};
 			close();
 			return e;
 		}

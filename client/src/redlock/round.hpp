@@ -50,8 +50,9 @@ public:
 	/// One round: script on key with args, every node bounded by timeout; it
 	/// ends early once enough nodes said yes (the others' replies are left
 	/// to come, see link.hpp).  May throw std::bad_alloc.
-	[[nodiscard]] Votes ask(const Script &script, std::string_view key, const std::vector<std::string_view> &args,
-	                        std::chrono::milliseconds timeout, std::size_t enough);
+	[[nodiscard]] Votes ask(const Script &script, std::string_view key,
+	                        const std::vector<std::string_view> &args, std::chrono::milliseconds timeout,
+	                        std::size_t enough);
 
 private:
 	using Links = std::vector<Link>;
