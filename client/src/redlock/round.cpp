@@ -43,8 +43,10 @@ said_yes(const Answer &a)
 }
 
 // gather -- poll the nodes not heard yet and read what came, until enough
-// said yes, all answered, or deadline
-void
+// said yes (true), all answered, or deadline.  Past the deadline one last
+// poll that does not wait: replies that came in time are taken even when
+// this thread ran late.
+bool
 gather(std::vector<Link> &links, std::vector<Answer> &answers, std::size_t enough, Deadline deadline)
 {
 	std::size_t yes = 0;
@@ -52,7 +54,9 @@ gather(std::vector<Link> &links, std::vector<Answer> &answers, std::size_t enoug
 		yes += said_yes(a) ? 1 : 0;
 	std::vector<pollfd> fds;
 	std::vector<std::size_t> which;
-	while (yes < enough) {
+	for (;;) {
+		if (yes >= enough)
+			return true;
 		fds.clear();
 		which.clear();
 		for (std::size_t i = 0; i < links.size(); i++)
@@ -60,12 +64,12 @@ gather(std::vector<Link> &links, std::vector<Answer> &answers, std::size_t enoug
 				fds.push_back(pollfd{links[i].fd(), links[i].events(), 0});
 				which.push_back(i);
 			}
-		auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
-		if (fds.empty() || left <= 0)
-			return;
+		if (fds.empty())
+			return false;
+		auto left = std::max<long long>(std::chrono::ceil<milliseconds>(deadline - Clock::now()).count(), 0);
 		int ready = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left, 1 << 30)));
 		if (ready < 0 && errno != EINTR)
-			return;
+			return false;
 		for (std::size_t k = 0; k < fds.size() && ready > 0; k++) {
 			if (fds[k].revents == 0)
 				continue;
@@ -76,6 +80,8 @@ gather(std::vector<Link> &links, std::vector<Answer> &answers, std::size_t enoug
 				answers[which[k]] = Result<Reply>{std::move(**got)};
 			yes += said_yes(answers[which[k]]) ? 1 : 0;
 		}
+		if (left == 0)
+			return yes >= enough;
 	}
 }
 
@@ -127,9 +133,10 @@ Cluster::ask(const Script &script, std::string_view key, const std::vector<std::
 	for (std::size_t i = 0; i < links->size(); i++)
 		if (auto sent = (*links)[i].send(script, key, args, deadline); !sent)
 			answers[i] = Result<Reply>{sent.error()};
-	gather(*links, answers, enough, deadline);
+	// a round a majority ended leaves the others' replies to the next one;
+	// one the deadline ended, or every node's failure, ends them
+	const bool late = !gather(*links, answers, enough, deadline);
 	Votes v;
-	const bool late = Clock::now() >= deadline;
 	for (std::size_t i = 0; i < links->size(); i++) {
 		if (answers[i]) {
 			count(v, *answers[i], (*links)[i].endpoint());
