@@ -290,7 +290,8 @@ TlsContext::~TlsContext()
 Transport::Transport(int fd, Tls tls) noexcept : fd_(fd), tls_(std::move(tls)) {}
 
 Transport::Transport(Transport &&other) noexcept
-    : fd_(other.fd_), ssl_(other.ssl_), tls_(std::move(other.tls_))
+    : fd_(other.fd_), ssl_(other.ssl_), tls_(std::move(other.tls_)), handshaking_(other.handshaking_),
+      handshake_wants_write_(other.handshake_wants_write_)
 {
 	other.fd_ = -1;
 	other.ssl_ = nullptr;
@@ -304,6 +305,8 @@ Transport::operator=(Transport &&other) noexcept
 		fd_ = other.fd_;
 		ssl_ = other.ssl_;
 		tls_ = std::move(other.tls_);
+		handshaking_ = other.handshaking_;
+		handshake_wants_write_ = other.handshake_wants_write_;
 		other.fd_ = -1;
 		other.ssl_ = nullptr;
 	}
@@ -372,44 +375,100 @@ Transport::open_as(const HostPort &endpoint, const Tls &tls, Deadline deadline, 
 Result<void>
 Transport::handshake(const HostPort &endpoint, Deadline deadline, bool tls12_only)
 {
-	SigpipeGuard no_sigpipe;
+	if (auto ok = tls_setup(endpoint, tls12_only); !ok)
+		return ok;
+	for (;;) {
+		auto done = handshake_step(endpoint);
+		if (!done)
+			return done.error();
+		if (*done)
+			return {};
+		int ready = wait_for(fd_, handshake_wants_write_ ? POLLOUT : POLLIN, deadline);
+		if (ready == 0)
+			return unavailable("no TLS handshake within the connect timeout (is this port a TLS port "
+			                   "of Redis?)");
+		if (ready < 0)
+			return unavailable(std::string("poll: ") + std::strerror(errno));
+	}
+}
+
+// tls_setup -- the session over the connected socket, checking the
+// server's certificate and name
+Result<void>
+Transport::tls_setup(const HostPort &endpoint, bool tls12_only)
+{
 	ERR_clear_error();
 	ssl_ = SSL_new(tls_->get());
 	if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1 || !verify_host(ssl_, endpoint.host) ||
 	    (tls12_only && SSL_set_max_proto_version(ssl_, TLS1_2_VERSION) != 1))
 		return Error{Errc::internal, "", "TLS: cannot set up the session: " + ssl_reason()};
-	for (;;) {
+	handshaking_ = true;
+	return {};
+}
+
+// handshake_step -- one SSL_connect: true when the handshake is done, false
+// when it waits for the socket (handshake_wants_write_ says which way)
+Result<bool>
+Transport::handshake_step(const HostPort &endpoint)
+{
+	SigpipeGuard no_sigpipe;
+	ERR_clear_error();
+	errno = 0;
+	int rc = SSL_connect(ssl_);
+	if (rc == 1) {
+		handshaking_ = false;
+		return true;
+	}
+	int saved_errno = errno;
+	int error = SSL_get_error(ssl_, rc);
+	if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+		handshake_wants_write_ = error == SSL_ERROR_WANT_WRITE;
+		return false;
+	}
+	if (long verdict = SSL_get_verify_result(ssl_); verdict != X509_V_OK) {
 		ERR_clear_error();
-		errno = 0;
-		int rc = SSL_connect(ssl_);
-		if (rc == 1)
-			return {};
-		int saved_errno = errno;
-		int error = SSL_get_error(ssl_, rc);
-		if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-			int ready = wait_for(fd_, error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
-			if (ready == 0)
-				return unavailable("no TLS handshake within the connect timeout (is this port a TLS port "
-				                   "of Redis?)");
-			if (ready < 0)
-				return unavailable(std::string("poll: ") + std::strerror(errno));
-			continue;
+		std::string hint =
+		    verdict == X509_V_ERR_HOSTNAME_MISMATCH || verdict == X509_V_ERR_IP_ADDRESS_MISMATCH
+		        ? " (the certificate is not for \"" + endpoint.host + "\")"
+		    : verdict == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
+		            verdict == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN ||
+		            verdict == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT
+		        ? " (not signed by a CA of cacert=, or of the system's store)"
+		        : "";
+		return Error{Errc::permission, "",
+		             std::string("the server's TLS certificate is refused: ") +
+		                 X509_verify_cert_error_string(verdict) + hint};
+	}
+	return tls_failure(error, saved_errno);
+}
+
+Result<Transport>
+Transport::connect_only(const HostPort &endpoint, const Tls &tls, Deadline deadline) noexcept
+{
+	try {
+		auto fd = tcp_connect(endpoint, deadline);
+		if (!fd)
+			return fd.error();
+		Transport stream(*fd, tls);
+		if (tls) {
+			if (auto ok = stream.tls_setup(endpoint, false); !ok)
+				return ok.error();
 		}
-		if (long verdict = SSL_get_verify_result(ssl_); verdict != X509_V_OK) {
-			ERR_clear_error();
-			std::string hint =
-			    verdict == X509_V_ERR_HOSTNAME_MISMATCH || verdict == X509_V_ERR_IP_ADDRESS_MISMATCH
-			        ? " (the certificate is not for \"" + endpoint.host + "\")"
-			    : verdict == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
-			            verdict == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN ||
-			            verdict == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT
-			        ? " (not signed by a CA of cacert=, or of the system's store)"
-			        : "";
-			return Error{Errc::permission, "",
-			             std::string("the server's TLS certificate is refused: ") +
-			                 X509_verify_cert_error_string(verdict) + hint};
-		}
-		return tls_failure(error, saved_errno);
+		return stream;
+	} catch (const std::bad_alloc &) {
+		return Error{Errc::internal, "", "out of memory"};
+	}
+}
+
+Result<bool>
+Transport::continue_handshake(const HostPort &endpoint) noexcept
+{
+	if (!handshaking_)
+		return true;
+	try {
+		return handshake_step(endpoint);
+	} catch (const std::bad_alloc &) {
+		return Error{Errc::internal, "", "out of memory"};
 	}
 }
 

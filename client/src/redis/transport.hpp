@@ -75,6 +75,20 @@ public:
 	[[nodiscard]] static Result<Transport> open(const HostPort &endpoint, const Tls &tls,
 	                                            Deadline deadline) noexcept;
 
+	/// Only the TCP connection by deadline; with tls, the session is set up
+	/// and its handshake left to continue_handshake(), so that a caller can
+	/// shake hands with several nodes at once in one poll(2) (redlock/link.cpp).
+	[[nodiscard]] static Result<Transport> connect_only(const HostPort &endpoint, const Tls &tls,
+	                                                    Deadline deadline) noexcept;
+
+	/// One more step of the TLS handshake connect_only() began, never
+	/// waiting: true when it is done (at once without TLS), false when it
+	/// waits for the socket (POLLOUT when handshake_wants_write(), else
+	/// POLLIN).  Its errors are open()'s.
+	[[nodiscard]] Result<bool> continue_handshake(const HostPort &endpoint) noexcept;
+	[[nodiscard]] bool handshaking() const noexcept { return handshaking_; }
+	[[nodiscard]] bool handshake_wants_write() const noexcept { return handshake_wants_write_; }
+
 	/// Why a TLS 1.2 handshake with endpoint is refused (Errc::permission),
 	/// if it is; nothing when it succeeds or fails otherwise.
 	[[nodiscard]] static std::optional<Error> tls12_refusal(const HostPort &endpoint, const Tls &tls,
@@ -97,12 +111,21 @@ public:
 
 	[[nodiscard]] bool tls() const noexcept { return ssl_ != nullptr; }
 
+	/// The socket, for a caller that waits on several streams in one poll(2)
+	/// (redlock/round.cpp) and then reads each with read_some and a deadline
+	/// already passed: it takes what came without waiting.  Read until it
+	/// returns 0 before polling again: TLS may hold bytes the socket no
+	/// longer shows.
+	[[nodiscard]] int fd() const noexcept { return fd_; }
+
 private:
 	Transport(int fd, Tls tls) noexcept;
 	static Result<Transport> open_as(const HostPort &endpoint, const Tls &tls, Deadline deadline,
 	                                 bool tls12_only) noexcept;
 	// these may throw std::bad_alloc (their callers catch it)
 	Result<void> handshake(const HostPort &endpoint, Deadline deadline, bool tls12_only);
+	Result<void> tls_setup(const HostPort &endpoint, bool tls12_only);
+	Result<bool> handshake_step(const HostPort &endpoint);
 	Result<std::size_t> plain_read(char *buf, std::size_t size, Deadline deadline);
 	Result<std::size_t> tls_read(char *buf, std::size_t size, Deadline deadline);
 	Result<void> plain_write(std::string_view bytes, Deadline deadline);
@@ -111,7 +134,9 @@ private:
 
 	int fd_ = -1;
 	ssl_st *ssl_ = nullptr;
-	Tls tls_; // the context outlives every session made from it
+	Tls tls_;                            // the context outlives every session made from it
+	bool handshaking_ = false;           // connect_only() left the TLS handshake to finish
+	bool handshake_wants_write_ = false; // ... and it waits to write
 };
 
 } // namespace pglease::detail::redis

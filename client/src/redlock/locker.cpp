@@ -4,9 +4,12 @@
 // Recipe: Redlock as the Redis distlock page publishes it
 // (https://redis.io/docs/latest/develop/clients/patterns/distributed-locks/):
 //  1. note the start time, before the first node is asked;
-//  2. SET key value NX PX ttl on every node at once (one thread per node,
-//     as the page advises), each bounded by a per-node timeout well under
-//     the TTL: min(50 ms, ttl/10), reconnects included;
+//  2. SET key value NX PX ttl on every node at once (the page advises
+//     asking them concurrently: here one thread writes to every node, then
+//     polls all their sockets, redlock/round.hpp; no thread per node or
+//     per call), the round bounded by a per-node timeout well under the
+//     TTL: min(50 ms, ttl/10), reconnects included, and ended as soon as a
+//     majority said yes;
 //  3. granted only when a majority (N/2+1) said yes and the validity
 //     ttl - elapsed - drift is still positive, drift = ttl/100 + 2 ms (the
 //     clock-drift allowance); the lease's local deadline is then
@@ -16,6 +19,8 @@
 //  5. extend = compare-and-PEXPIRE on every node, valid only on a majority
 //     and only while the grant is still valid: an expired grant is never
 //     silently re-acquired; release = compare-and-DEL on every node.
+//     Every call is written to every node; a round ended by a majority
+//     leaves the slower nodes' replies to be read at the next one.
 //
 // Token: none.  Redlock's own spec gives no monotonic counter (a majority of
 // INCRs is not one), so token() is 0 and Capabilities::fencing_token false;
@@ -27,8 +32,9 @@
 // waits like anyone else.
 //
 // Bounds: a round takes at most one per-node timeout, however many nodes are
-// frozen; renew and release are one round, acquire returns within wait plus
-// two rounds (the last one and its undo).  TTLs up to 2^53-1 ms; every
+// frozen, and no longer than a majority takes to say yes; renew and release
+// are one round, acquire returns within wait plus two rounds (the last one
+// and its undo).  TTLs up to 2^53-1 ms; every
 // deadline saturates (deadline_after), and the validity is computed in ms.
 //
 // Key: pglease:lock:<resource> on every node (the Redis provider's name).
@@ -40,22 +46,21 @@
 // instead: only its administrator can change that.
 // Credentials: the URL's [user]:password@, the same AUTH on every node.
 #include <random>
-#include <system_error>
 #include <thread>
 
 #include "detail/backoff.hpp"
 #include "detail/provider.hpp"
 #include "redis/component.hpp"
 #include "redis/lua.hpp"
-#include "redis/node.hpp"
+#include "redlock/round.hpp"
 
 namespace pglease::detail {
 
 namespace {
 
-using redis::Node;
 using redis::Script;
-using Nodes = std::vector<std::shared_ptr<Node>>;
+using redlock::Cluster;
+using redlock::Votes;
 
 // redis/lua/redlock_*.lua: SET NX PX, compare-and-PEXPIRE, compare-and-DEL
 const Script acquire_script{std::string{redis::lua::redlock_acquire}};
@@ -74,77 +79,10 @@ drift_of(milliseconds ttl) noexcept
 	return ttl / 100 + milliseconds{2};
 }
 
-// Votes -- what the nodes answered to one round of a script
-struct Votes {
-	std::size_t yes = 0;
-	std::size_t no = 0;
-	std::size_t refused = 0; // nodes that refused the credentials or the keys (Errc::permission)
-	std::string errors;      // the unreachable or failing nodes, for the message
-
-	// short_of -- the Error of a round with no majority of answers: Errc::permission
-	// when a node refused us (waiting will not change the node's ACL or
-	// password), else Errc::unavailable
-	[[nodiscard]] Error short_of(std::string what) const
-	{
-		return Error{refused > 0 ? Errc::permission : Errc::unavailable, "", std::move(what) + errors};
-	}
-};
-
-// ask_every_node -- one round: every node at the same time (the distlock
-// page: ideally the SETs go to the N instances at once), each bounded by
-// timeout, so a round takes one per-node timeout however many nodes are
-// frozen, not N of them
-Votes
-ask_every_node(const Nodes &nodes, const Script &script, std::string_view key,
-               const std::vector<std::string_view> &args, milliseconds timeout)
-{
-	std::vector<Result<redis::Reply>> replies(nodes.size(), Error{Errc::internal, "", "not asked"});
-	auto ask = [&](std::size_t i) noexcept {
-		try {
-			replies[i] = nodes[i]->eval(script, {key}, args, timeout);
-		} catch (...) {
-			replies[i] = Error{Errc::internal, "", "out of memory"};
-		}
-	};
-	std::vector<std::thread> others;
-	others.reserve(nodes.size());
-	for (std::size_t i = 1; i < nodes.size(); i++) {
-		try {
-			others.emplace_back(ask, i);
-		} catch (const std::system_error &) {
-			ask(i); // no thread to be had: this node in turn
-		}
-	}
-	if (!nodes.empty())
-		ask(0);
-	for (auto &t : others)
-		t.join();
-
-	Votes v;
-	for (std::size_t i = 0; i < nodes.size(); i++) {
-		const auto &reply = replies[i];
-		Error error;
-		if (reply && reply->is_integer()) {
-			(reply->integer == 1 ? v.yes : v.no)++;
-			continue;
-		}
-		if (!reply)
-			error = reply.error();
-		else if (reply->is_error())
-			error = redis::error_from_reply(*reply, nodes[i]->endpoint());
-		else
-			error = Error{Errc::internal, "", "redis " + to_string(nodes[i]->endpoint()) + ": no integer"};
-		if (error.code == Errc::permission)
-			v.refused++;
-		v.errors += (v.errors.empty() ? "" : "; ") + error.message;
-	}
-	return v;
-}
-
 // RedlockGrant -- one grant on a majority: its value names it on every node
 class RedlockGrant final : public Grant {
 public:
-	RedlockGrant(std::shared_ptr<const Nodes> nodes, std::string key, std::string value, milliseconds ttl,
+	RedlockGrant(std::shared_ptr<Cluster> nodes, std::string key, std::string value, milliseconds ttl,
 	             Clock::time_point valid_until)
 	    : nodes_(std::move(nodes)), key_(std::move(key)), value_(std::move(value)), ttl_(ttl),
 	      valid_until_(valid_until)
@@ -158,8 +96,8 @@ public:
 			if (start >= valid_until_)
 				return false; // expired: a majority may belong to someone else by now
 			std::size_t n = nodes_->size(), quorum = n / 2 + 1;
-			Votes v = ask_every_node(*nodes_, extend_script, key_, {value_, std::to_string(ttl.count())},
-			                         per_node_timeout(ttl));
+			const std::string ms = std::to_string(ttl.count());
+			Votes v = nodes_->ask(extend_script, key_, {value_, ms}, per_node_timeout(ttl), quorum);
 			auto valid_until = deadline_after(start, ttl - drift_of(ttl));
 			if (v.yes >= quorum && Clock::now() < valid_until) {
 				valid_until_ = valid_until;
@@ -178,7 +116,8 @@ public:
 	Result<bool> release() noexcept override
 	{
 		try {
-			Votes v = ask_every_node(*nodes_, release_script, key_, {value_}, per_node_timeout(ttl_));
+			const std::size_t quorum = nodes_->size() / 2 + 1;
+			Votes v = nodes_->ask(release_script, key_, {value_}, per_node_timeout(ttl_), quorum);
 			if (v.yes > 0)
 				return true;
 			if (v.no == nodes_->size())
@@ -190,7 +129,7 @@ public:
 	}
 
 private:
-	std::shared_ptr<const Nodes> nodes_;
+	std::shared_ptr<Cluster> nodes_;
 	std::string key_;
 	std::string value_;
 	milliseconds ttl_;
@@ -200,7 +139,7 @@ private:
 // RedlockLocker -- the acquire rounds of the recipe
 class RedlockLocker final : public LockerBase {
 public:
-	explicit RedlockLocker(std::shared_ptr<const Nodes> nodes) : nodes_(std::move(nodes)) {}
+	explicit RedlockLocker(std::shared_ptr<Cluster> nodes) : nodes_(std::move(nodes)) {}
 
 	Capabilities capabilities() const noexcept override
 	{
@@ -255,8 +194,7 @@ private:
 		for (;;) {
 			const std::string value = random_hex128() + ":" + holder;
 			auto start = Clock::now();
-			Votes v =
-			    ask_every_node(*nodes_, acquire_script, key, {value, ttl}, per_node_timeout(options.ttl));
+			Votes v = nodes_->ask(acquire_script, key, {value, ttl}, per_node_timeout(options.ttl), quorum);
 			// in ms: a TTL near max_ttl() in the clock's nanoseconds would overflow
 			auto elapsed = std::chrono::ceil<milliseconds>(Clock::now() - start);
 			if (v.yes >= quorum && options.ttl - elapsed - drift_of(options.ttl) > milliseconds{0}) {
@@ -266,7 +204,7 @@ private:
 				return g;
 			}
 			if (v.yes > 0 || v.yes + v.no < n)
-				(void)ask_every_node(*nodes_, release_script, key, {value}, per_node_timeout(options.ttl));
+				(void)nodes_->ask(release_script, key, {value}, per_node_timeout(options.ttl), n);
 			if (v.yes + v.no < quorum)
 				return v.short_of("lease \"" + std::string{resource} + "\": only " +
 				                  std::to_string(v.yes + v.no) + " of " + std::to_string(n) +
@@ -296,7 +234,7 @@ private:
 		return hex;
 	}
 
-	std::shared_ptr<const Nodes> nodes_;
+	std::shared_ptr<Cluster> nodes_;
 	std::mutex random_mu_;
 	std::random_device random_;
 };
@@ -312,11 +250,12 @@ connect_redlock(std::string_view url, const ClientOptions &options)
 	if (!target->redlock || target->nodes.size() < 3)
 		return Error{Errc::invalid_argument, "",
 		             "redlock:// names three or more independent nodes: redlock://h1:p1,h2:p2,h3:p3"};
-	auto nodes = std::make_shared<Nodes>();
+	std::vector<std::shared_ptr<redlock::Node>> nodes;
 	for (const auto &endpoint : target->nodes)
-		nodes->push_back(std::make_shared<Node>(endpoint, target->db, target->credentials, options,
-		                                        milliseconds{50}, target->tls));
-	auto locker = std::make_unique<RedlockLocker>(std::move(nodes));
+		nodes.push_back(
+		    std::make_shared<redlock::Node>(endpoint, target->db, target->credentials, target->tls, options));
+	auto locker = std::make_unique<RedlockLocker>(
+	    std::make_shared<Cluster>(std::move(nodes), std::max<std::size_t>(options.max_idle_connections, 1)));
 	return handed_out(std::move(locker));
 }
 
