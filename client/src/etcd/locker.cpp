@@ -273,10 +273,12 @@ private:
 		budget.end = deadline_after(budget.give_up, budget.gateway->options().statement_grace);
 		for (;;) { // once per place in the queue
 			auto alive_since = Clock::now();
-			auto lock = queue_key(prefix, value, ttl_seconds_of(options.ttl), shape, budget);
+			Api::Range queue; // as the put's txn read it
+			auto lock = queue_key(prefix, value, ttl_seconds_of(options.ttl), shape, budget, queue);
 			if (!lock)
 				return lock.error();
-			auto held = wait_first(*lock, resource, options, heartbeat, shape, budget, alive_since);
+			auto held =
+			    wait_first(*lock, std::move(queue), resource, options, heartbeat, shape, budget, alive_since);
 			if (!held)
 				return held.error();
 			if (*held)
@@ -288,9 +290,10 @@ private:
 
 	// queue_key -- our key at prefix, under the lease it will hold with, of
 	// the full TTL (a pooled one, or a new one), kept alive every heartbeat
-	// as the grant will be (the file's comment)
+	// as the grant will be (the file's comment); `queue`: the keys of the
+	// queue, read by the txn that put ours
 	Result<LockKey> queue_key(const std::string &prefix, const std::string &value, std::int64_t ttl_seconds,
-	                          const Shape &shape, const Budget &budget)
+	                          const Shape &shape, const Budget &budget, Api::Range &queue)
 	{
 		Result<std::int64_t> lease = pool_->take(ttl_seconds, budget.step());
 		if (*lease == 0)
@@ -300,27 +303,31 @@ private:
 		LockKey lock{prefix,
 		             shape.padded ? shaped_key(prefix, shape.key, *lease) : prefix + lease_hex(*lease, false),
 		             *lease, 0};
-		auto revision = api_->create_key(lock.key, value, lock.lease, budget.step());
-		if (!revision) {
+		auto queued = api_->create_key(prefix, lock.key, value, lock.lease, budget.step(), shape.shared_layout);
+		if (!queued) {
 			(void)api_->revoke(lock.lease, budget.step());
-			return revision.error();
+			return queued.error();
 		}
-		lock.revision = *revision;
+		lock.revision = queued->revision;
+		queue = std::move(queued->queue);
 		return lock;
 	}
 
 	// wait_first -- until the keys ahead of ours let it hold: the grant;
 	// nullopt when our key is gone (its lease expired while queued: queue
-	// again).  The limit is checked once, at the first read.
-	Result<std::optional<Granted>> wait_first(LockKey &lock, std::string_view resource,
+	// again).  `first`: the queue as the put read it, looked at before any
+	// read of its own.  The limit is checked once, at the first look.
+	Result<std::optional<Granted>> wait_first(LockKey &lock, Api::Range first, std::string_view resource,
 	                                          const LeaseOptions &options, milliseconds heartbeat,
 	                                          const Shape &shape, const Budget &budget,
 	                                          Clock::time_point &alive_since)
 	{
 		bool checked = false; // the limit, once per key
 		for (;;) {            // once per wake-up
-			auto queue =
-			    api_->lock_keys(lock.prefix, 0, lock.revision, budget.step(), false, shape.shared_layout);
+			Result<Api::Range> queue = std::move(first);
+			if (checked)
+				queue = api_->lock_keys(lock.prefix, 0, lock.revision, budget.step(), false,
+				                        shape.shared_layout);
 			if (!queue) {
 				if (queue.error().code == Errc::unavailable && Clock::now() + watch_retry < budget.give_up) {
 					std::this_thread::sleep_for(watch_retry); // failing over, maybe
