@@ -1090,6 +1090,29 @@ TEST_F(EtcdLocker, TheRwmutexRecipesWriterWaitsForAPgleaseLockGrantedAheadOfIt)
 	gateway(single_port(), "/v3/kv/deleterange", Json{{"key", b64(mine)}});
 }
 
+// A released grant's lease, pooled and used again without a keepalive when
+// it was kept alive recently, may have been revoked meanwhile (by an
+// operator, etcdctl lease revoke): the next acquire puts its key under a
+// new lease instead of failing on "requested lease not found".
+TEST_F(EtcdLocker, APooledLeaseRevokedMeanwhileIsReplacedByTheNextAcquire)
+{
+	auto r = unique_resource();
+	auto first = locker->acquire(r, opts(30s));
+	ASSERT_TRUE(first) << first.error();
+	auto keys = etcdctl_keys(r);
+	ASSERT_EQ(keys.size(), 1u);
+	const long long pooled = keys[0].lease;
+	ASSERT_TRUE(first->release());
+	ASSERT_TRUE(gateway(single_port(), "/v3/lease/revoke", Json{{"ID", std::to_string(pooled)}}).is_object());
+	auto second = locker->acquire(r, opts(30s));
+	ASSERT_TRUE(second) << second.error();
+	keys = etcdctl_keys(r);
+	ASSERT_EQ(keys.size(), 1u);
+	EXPECT_NE(keys[0].lease, pooled) << "the key is under the revoked lease";
+	EXPECT_TRUE(second->valid());
+	ASSERT_TRUE(second->release());
+}
+
 TEST_F(EtcdLocker, PermitKeysNameTheirLimitAndAMismatchLeavesNoKey)
 {
 	auto r = unique_resource();

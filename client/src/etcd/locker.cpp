@@ -307,25 +307,33 @@ private:
 	                          Clock::time_point &alive_since)
 	{
 		auto pooled = pool_->take(ttl_seconds, fresh, budget.step());
-		Result<std::int64_t> lease = pooled.lease;
-		alive_since = pooled.alive_since;
-		if (pooled.lease == 0) {
-			alive_since = Clock::now();
-			lease = api_->lease_grant(ttl_seconds, budget.step());
+		for (;;) { // once more with a new lease if the pooled one is gone
+			Result<std::int64_t> lease = pooled.lease;
+			alive_since = pooled.alive_since;
+			if (pooled.lease == 0) {
+				alive_since = Clock::now();
+				lease = api_->lease_grant(ttl_seconds, budget.step());
+			}
+			if (!lease)
+				return lease.error();
+			LockKey lock{prefix,
+			             shape.padded ? shaped_key(prefix, shape.key, *lease)
+			                          : prefix + lease_hex(*lease, false),
+			             *lease, 0};
+			auto queued =
+			    api_->create_key(prefix, lock.key, value, lock.lease, budget.step(), shape.shared_layout);
+			if (!queued && queued.error().code == Errc::lost && pooled.lease != 0) {
+				pooled = LeasePool::Pooled{}; // revoked meanwhile ("requested lease not found")
+				continue;
+			}
+			if (!queued) {
+				(void)api_->revoke(lock.lease, budget.step());
+				return queued.error();
+			}
+			lock.revision = queued->revision;
+			queue = std::move(queued->queue);
+			return lock;
 		}
-		if (!lease)
-			return lease.error();
-		LockKey lock{prefix,
-		             shape.padded ? shaped_key(prefix, shape.key, *lease) : prefix + lease_hex(*lease, false),
-		             *lease, 0};
-		auto queued = api_->create_key(prefix, lock.key, value, lock.lease, budget.step(), shape.shared_layout);
-		if (!queued) {
-			(void)api_->revoke(lock.lease, budget.step());
-			return queued.error();
-		}
-		lock.revision = queued->revision;
-		queue = std::move(queued->queue);
-		return lock;
 	}
 
 	// wait_first -- until the keys ahead of ours let it hold: the grant;
