@@ -43,6 +43,7 @@ struct Session::Call {
 	// reply comes, so they live as long as the Call (abandoned ones too)
 	std::vector<zoo_op_result_t> results;
 	std::vector<std::vector<char>> paths;
+	Stat set_stat{}; // a setData op's Stat (a multi has one at most)
 };
 
 namespace {
@@ -123,6 +124,7 @@ multi_done(int rc, const void *data)
 		for (const auto &path : call->paths)
 			if (!path.empty() && path[0] != '\0')
 				a.names.emplace_back(path.data());
+		a.stat = call->set_stat;
 	});
 }
 
@@ -472,7 +474,10 @@ Session::start_multi(zhandle_t *zh, Call *call, const std::vector<Op> &ops)
 	call->paths.assign(ops.size(), {});
 	for (std::size_t i = 0; i < ops.size(); i++) {
 		const Op &op = ops[i];
-		if (op.create) {
+		if (op.set) {
+			zoo_set_op_init(&zops[i], op.path.c_str(), op.data.data(), static_cast<int>(op.data.size()), -1,
+			                &call->set_stat);
+		} else if (op.create) {
 			// a sequential node's path: the given one and 10 digits
 			call->paths[i].assign(op.path.size() + 16, '\0');
 			zoo_create_op_init(&zops[i], op.path.c_str(), op.data.empty() ? nullptr : op.data.data(),

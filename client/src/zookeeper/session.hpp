@@ -114,17 +114,19 @@ public:
 	Answer set_data(const std::string &path, std::string_view data, int version,
 	                Clock::time_point until) noexcept;
 	Answer get_acl(const std::string &path, Clock::time_point until) noexcept;
-	/// One operation of multi: a create (mode: ZOO_EPHEMERAL_SEQUENTIAL, ...)
-	/// or a delete of any version.
+	/// One operation of multi: a create (mode: ZOO_EPHEMERAL_SEQUENTIAL, ...),
+	/// a delete of any version, or (set) a setData of any version.
 	struct Op {
 		bool create = true;
 		std::string path;
 		std::string data;
 		int mode = 0;
+		bool set = false;
 	};
 	/// Several operations as one transaction (zoo_amulti): all or none, one
 	/// zxid, and a folder's sequential creates get consecutive numbers.
-	/// names: the created nodes' paths, in the order of their ops.
+	/// names: the created nodes' paths, in the order of their ops; stat:
+	/// the Stat of its setData op, if any (a create in a multi reports none).
 	Answer multi(const std::vector<Op> &ops, Clock::time_point until) noexcept;
 
 	/// The watcher of the session and of every watch it sets (context: this).
