@@ -937,10 +937,10 @@ thread_count()
 
 // Uncontended acquire+release pairs (TTL 30 s) on a server of its own (its
 // counter counts nobody else's requests), after one pair that opened the
-// pooled session: on a new resource each (the folder created by the same
-// multi as the nodes, the token read back, the delete: 3 requests) and on
-// one resource again and again (the folder there, holding only our nodes:
-// the multi and the delete, 2).  Each pair once cost 6 on
+// pooled session: on a new resource each (the folder's create, the multi
+// that creates the nodes and tells the token, the delete: 3 requests) and
+// on one resource again and again (the folder there, holding only our
+// nodes: the multi and the delete, 2).  Each pair once cost 6 on
 // a new resource (a create refused ZNONODE, the folder's create, the
 // create, an exists for the token, the listing, the delete) and 4 on a
 // resource whose folder was there.

@@ -51,42 +51,19 @@ find_protected(Session &s, const std::string &folder, const std::string &prefix,
 	return std::optional<LockNode>{std::move(found)};
 }
 
-// in_new_folder -- the multi that created the folder and our nodes in it
-// succeeded.  The C client (3.8) returns no more of such a multi's
-// results than the container's path (seen: the other paths and the
-// setData's Stat empty), so the names are derived -- the folder was new,
-// its children numbered from 0 in the order of the creates -- and the
-// token read back
-Answer
-in_new_folder(Session &s, const std::string &folder, const std::string &prefix,
-              const std::vector<std::string> &recipes, const Bounds &b)
-{
-	Answer a;
-	for (std::size_t i = 0; i < recipes.size(); i++) {
-		std::string seq = std::to_string(i);
-		a.names.push_back(prefix + recipes[i] + std::string(10 - seq.size(), '0') + seq);
-	}
-	auto st = s.exists(folder + "/" + a.names.front(), false, b.until);
-	if (st.answered && st.rc == ZOK && st.stat.ephemeralOwner != s.id())
-		st.rc = ZSYSTEMERROR; // never: the folder was ours, just made
-	if (!st.answered || st.rc != ZOK)
-		return st;
-	st.names = std::move(a.names);
-	st.stat.numChildren = static_cast<std::int32_t>(recipes.size()); // the folder's, as made
-	return st;
-}
-
 // create_once -- the EPHEMERAL|SEQUENTIAL nodes prefix + each of recipes
 // (one: a create; two: a multi, consecutive sequence numbers), created
 // once.  names: as created, without the folder.  A multi ends with a
 // setData of the folder (its data stays empty): a create in a multi
 // reports no Stat, the setData's tells the transaction's zxid (mzxid: our
 // nodes' czxid, the token) and the folder's children after it
-// (numChildren: ours alone, first).  make_folder: the multi creates the
-// folder (a container) first instead (in_new_folder).
+// (numChildren: ours alone, first).  The folder is never created in the
+// multi: the C client (3.8) misreads the reply of a multi that creates a
+// container (seen: the results after it empty, or an assertion failure in
+// deserialize_multi).
 Answer
 create_once(Session &s, const std::string &folder, const std::string &prefix,
-            const std::vector<std::string> &recipes, std::string_view data, const Bounds &b, bool make_folder)
+            const std::vector<std::string> &recipes, std::string_view data, const Bounds &b)
 {
 	if (recipes.size() == 1) {
 		auto a = s.create(folder + "/" + prefix + recipes.front(), data, ZOO_EPHEMERAL_SEQUENTIAL, b.until);
@@ -95,18 +72,13 @@ create_once(Session &s, const std::string &folder, const std::string &prefix,
 		return a;
 	}
 	std::vector<Session::Op> ops;
-	if (make_folder)
-		ops.push_back(Session::Op{true, folder, {}, ZOO_CONTAINER});
 	for (const auto &recipe : recipes)
 		ops.push_back(
 		    Session::Op{true, folder + "/" + prefix + recipe, std::string{data}, ZOO_EPHEMERAL_SEQUENTIAL});
-	if (!make_folder)
-		ops.push_back(Session::Op{false, folder, {}, 0, true});
+	ops.push_back(Session::Op{false, folder, {}, 0, true});
 	auto a = s.multi(ops, b.until);
 	if (!a.answered || a.rc != ZOK)
 		return a;
-	if (make_folder)
-		return in_new_folder(s, folder, prefix, recipes, b);
 	for (auto &name : a.names)
 		name = name.substr(name.rfind('/') + 1);
 	a.stat.czxid = a.stat.mzxid; // the multi's zxid
@@ -256,12 +228,14 @@ create_lock_node(Session &s, const Target &target, const std::string &folder,
 	const std::string what = "create " + folder + "/" + prefix + recipes.front();
 	Error last{Errc::unavailable, "", "zookeeper " + s.hosts() + ": could not create the lock node"};
 	const bool multi = recipes.size() > 1 && folders;
-	bool make_folder = multi && !folders->exists(folder);
-	for (int attempt = 0; attempt < 5; attempt++) {
-		auto a = create_once(s, folder, prefix, recipes, data, b, make_folder);
+	if (multi && !folders->exists(folder)) { // a new resource, as a rule: its folder first
+		if (auto made = ensure_folder(s, target, folder, b); !made)
+			return made.error();
+		folders->seen(folder, true);
+	}
+	for (int attempt = 0; attempt < 4; attempt++) {
+		auto a = create_once(s, folder, prefix, recipes, data, b);
 		if (a.answered && a.rc == ZOK) {
-			if (multi)
-				folders->seen(folder, true);
 			LockNode node{prefix, std::move(a.names), a.stat.czxid, a.stat.version};
 			// only our nodes in the folder after our transaction: first
 			node.alone = multi && a.stat.numChildren == static_cast<std::int32_t>(node.names.size());
@@ -270,20 +244,9 @@ create_lock_node(Session &s, const Target &target, const std::string &folder,
 		last = failure(a, s.hosts(), what, b.bound);
 		if (!a.answered) // it may still be created: the caller's dispose ends it
 			return last;
-		if (make_folder && a.rc == ZNODEEXISTS) { // the folder is there: queue in it
-			folders->seen(folder, true);
-			make_folder = false;
-			continue;
-		}
-		if (a.rc == ZNONODE && multi && !make_folder) { // the empty container was reaped
-			folders->seen(folder, false);
-			make_folder = true;
-			continue;
-		}
-		if (a.rc == ZNONODE) { // the empty container was reaped meanwhile, or the root is missing
+		if (a.rc == ZNONODE) { // the empty container was reaped meanwhile
 			if (auto made = ensure_folder(s, target, folder, b); !made)
 				return made.error();
-			make_folder = false;
 			continue;
 		}
 		if (!retryable(a.rc))

@@ -27,9 +27,10 @@
 namespace pglease::detail::zookeeper {
 
 /// The resource folders a locker saw exist (a hint, never trusted: a
-/// container goes once empty): a lock's multi creates the folder too when
-/// it is not known to exist, so a new resource costs one request, not a
-/// create refused ZNONODE, the folder's create and the create again.
+/// container goes once empty): a lock creates the folder first when it is
+/// not known to exist, so a new resource costs the folder's create and the
+/// multi, not a multi refused ZNONODE (a transaction in the server's log),
+/// the folder's create and the multi again.
 class FolderHints {
 public:
 	[[nodiscard]] bool exists(const std::string &folder);
@@ -104,8 +105,8 @@ using Hopeless = std::function<Result<bool>()>;
 
 /// Our EPHEMERAL|SEQUENTIAL nodes _c_<guid>-<recipe><sequence> in folder,
 /// one per recipe name (two: one transaction, consecutive sequences, that
-/// also creates the folder unless `folders` knows it exists, and tells
-/// whether ours are its only children: LockNode::alone), created once even
+/// tells whether ours are the folder's only children: LockNode::alone; the
+/// folder created first unless `folders` saw it exist), created once even
 /// when a reply is lost; the folder is made when missing.
 [[nodiscard]] Result<LockNode> create_lock_node(Session &s, const Target &target, const std::string &folder,
                                                 const std::vector<std::string> &recipes,
