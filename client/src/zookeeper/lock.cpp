@@ -128,11 +128,11 @@ take(const Context &ctx, const std::string &folder, std::string_view data, const
 			return opened.error();
 		session.session = std::move(*opened);
 	}
-	// no ensure_folder first: the folder is there but for a resource's
-	// first acquire (or one after the server reaped the empty
-	// container), and create_lock_node makes it when the create says
-	// ZNONODE.  A create of an existing folder would be one more write
-	// (an error transaction in the server's log) on every acquire.
+	// no ensure_folder here: create_lock_node makes the folder first only
+	// when the locker has not seen it (a writer's pair), or when the
+	// create says ZNONODE.  A create of an existing folder would be one
+	// more write (an error transaction in the server's log) on every
+	// acquire.
 	const auto sent = Clock::now();
 	auto mine = create_lock_node(*session, ctx.target, folder, recipe.names, data, b, ctx.folders.get());
 	if (!mine)

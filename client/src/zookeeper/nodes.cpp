@@ -228,13 +228,21 @@ create_lock_node(Session &s, const Target &target, const std::string &folder,
 	const std::string what = "create " + folder + "/" + prefix + recipes.front();
 	Error last{Errc::unavailable, "", "zookeeper " + s.hosts() + ": could not create the lock node"};
 	const bool multi = recipes.size() > 1 && folders;
-	if (multi && !folders->exists(folder)) { // a new resource, as a rule: its folder first
-		if (auto made = ensure_folder(s, target, folder, b); !made)
-			return made.error();
-		folders->seen(folder, true);
-	}
 	for (int attempt = 0; attempt < 4; attempt++) {
+		// a new resource, as a rule: its folder's create sent just before
+		// the multi (pipelined: answered first, one round trip for both);
+		// ZNODEEXISTS if it is there after all, ZNONODE for the multi too
+		// if the root is missing (ensure_folder below)
+		Session::Pending ahead;
+		const bool make_folder = attempt == 0 && multi && !folders->exists(folder);
+		if (make_folder)
+			ahead = s.send_create(folder, {}, ZOO_CONTAINER);
 		auto a = create_once(s, folder, prefix, recipes, data, b);
+		if (make_folder) {
+			auto made = s.await(ahead, b.until);
+			if (made.answered && (made.rc == ZOK || made.rc == ZNODEEXISTS))
+				folders->seen(folder, true);
+		}
 		if (a.answered && a.rc == ZOK) {
 			LockNode node{prefix, std::move(a.names), a.stat.czxid, a.stat.version};
 			// only our nodes in the folder after our transaction: first

@@ -27,10 +27,11 @@
 namespace pglease::detail::zookeeper {
 
 /// The resource folders a locker saw exist (a hint, never trusted: a
-/// container goes once empty): a lock creates the folder first when it is
-/// not known to exist, so a new resource costs the folder's create and the
-/// multi, not a multi refused ZNONODE (a transaction in the server's log),
-/// the folder's create and the multi again.
+/// container goes once empty): a lock sends the folder's create just
+/// before its multi when the folder is not known to exist, so a new
+/// resource costs one round trip, not a multi refused ZNONODE (a
+/// transaction in the server's log), the folder's create and the multi
+/// again.
 class FolderHints {
 public:
 	[[nodiscard]] bool exists(const std::string &folder);
@@ -106,7 +107,7 @@ using Hopeless = std::function<Result<bool>()>;
 /// Our EPHEMERAL|SEQUENTIAL nodes _c_<guid>-<recipe><sequence> in folder,
 /// one per recipe name (two: one transaction, consecutive sequences, that
 /// tells whether ours are the folder's only children: LockNode::alone; the
-/// folder created first unless `folders` saw it exist), created once even
+/// folder's create sent just before it unless `folders` saw it exist), created once even
 /// when a reply is lost; the folder is made when missing.
 [[nodiscard]] Result<LockNode> create_lock_node(Session &s, const Target &target, const std::string &folder,
                                                 const std::vector<std::string> &recipes,
