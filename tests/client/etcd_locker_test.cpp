@@ -1191,7 +1191,8 @@ TEST(EtcdCost, AnUncontendedPairCostsTwoRequestsThreeOnceItsPooledLeaseAged)
 		double requests, proposals;
 	};
 	auto count = [&] {
-		return Count{gateway_requests(own.port()), metric_sum(own.port(), "etcd_server_proposals_committed_total")};
+		return Count{gateway_requests(own.port()),
+		             metric_sum(own.port(), "etcd_server_proposals_committed_total")};
 	};
 	pair(30s); // its lease granted, then pooled
 	constexpr int pairs = 20;
@@ -1206,13 +1207,14 @@ TEST(EtcdCost, AnUncontendedPairCostsTwoRequestsThreeOnceItsPooledLeaseAged)
 	EXPECT_LE(per_pair, 2.0 + 1.0 / pairs) << "a keepalive more than once in 3 s";
 	EXPECT_LE(raft, 2.0);
 
-	pair(2s);                             // a lease of 2 s, pooled
-	std::this_thread::sleep_for(300ms);   // past a tenth of its TTL
+	pair(2s);                           // a lease of 2 s, pooled
+	std::this_thread::sleep_for(300ms); // past a tenth of its TTL
 	before = count();
 	pair(2s);
 	after = count();
-	std::printf("the same, its pooled lease kept alive 300 ms before (TTL 2 s): %.0f requests, %.0f raft proposals\n",
-	            after.requests - before.requests, after.proposals - before.proposals);
+	std::printf(
+	    "the same, its pooled lease kept alive 300 ms before (TTL 2 s): %.0f requests, %.0f raft proposals\n",
+	    after.requests - before.requests, after.proposals - before.proposals);
 	EXPECT_LE(after.requests - before.requests, 3.0);
 	EXPECT_LE(after.proposals - before.proposals, 2.0);
 }

@@ -160,7 +160,8 @@ public:
 	{
 		const std::string k = base64_encode(key);
 		Json read = {{"request_range",
-		              {{"key", base64_encode(prefix)}, {"range_end", base64_encode(prefix_end(prefix))},
+		              {{"key", base64_encode(prefix)},
+		               {"range_end", base64_encode(prefix_end(prefix))},
 		               {"keys_only", true}}}};
 		Json txn = {
 		    {"compare",
@@ -180,8 +181,8 @@ public:
 		if (responses.empty())
 			return Error{Errc::internal, "", "etcd txn: no responses in " + r->body.dump()};
 		Queued out;
-		out.queue = range_of(responses.back().value("response_range", Json::object()), prefix, false,
-		                     shared_layout);
+		out.queue =
+		    range_of(responses.back().value("response_range", Json::object()), prefix, false, shared_layout);
 		out.queue.revision = int64_of(r->body.value("header", Json::object()), "revision");
 		const Kv *mine = nullptr;
 		for (const auto &kv : out.queue.kvs)

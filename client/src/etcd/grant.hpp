@@ -47,7 +47,7 @@ public:
 	LeasePool &operator=(const LeasePool &) = delete;
 
 	struct Pooled {
-		std::int64_t lease = 0; ///< 0: none
+		std::int64_t lease = 0;        ///< 0: none
 		Clock::time_point alive_since; ///< its last keepalive's (or grant's) sending
 	};
 	/// A pooled lease of ttl_seconds, alive: kept alive within `fresh`, or

@@ -253,7 +253,8 @@ private:
 		Granted g;
 		g.token = lock.revision;
 		g.deadline = deadline_after(alive_since, options.ttl);
-		g.grant = make_grant(api_, std::move(lock), pool_, ttl_seconds_of(options.ttl), g.deadline, alive_since);
+		g.grant =
+		    make_grant(api_, std::move(lock), pool_, ttl_seconds_of(options.ttl), g.deadline, alive_since);
 		return g;
 	}
 
@@ -349,8 +350,8 @@ private:
 		for (;;) {            // once per wake-up
 			Result<Api::Range> queue = std::move(first);
 			if (checked)
-				queue = api_->lock_keys(lock.prefix, 0, lock.revision, budget.step(), false,
-				                        shape.shared_layout);
+				queue =
+				    api_->lock_keys(lock.prefix, 0, lock.revision, budget.step(), false, shape.shared_layout);
 			if (!queue) {
 				if (queue.error().code == Errc::unavailable && Clock::now() + watch_retry < budget.give_up) {
 					std::this_thread::sleep_for(watch_retry); // failing over, maybe

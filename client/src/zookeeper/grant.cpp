@@ -52,7 +52,8 @@ public:
 				return false; // released, or SESSION_EXPIRED: the node is gone
 			if (!session->connected())
 				return Error{Errc::unavailable, "",
-				             "zookeeper " + session->hosts() + ": disconnected, the session is not confirmed"};
+				             "zookeeper " + session->hosts() +
+				                 ": disconnected, the session is not confirmed"};
 			// an answer after the local deadline would come too late anyway,
 			// and the watchdog waits for this lock to end the session then
 			auto until = std::min(deadline_after(sent, grace_), w_->deadline);
@@ -86,7 +87,8 @@ public:
 				return false;
 			if (!session->connected())
 				return Error{Errc::unavailable, "",
-				             "zookeeper " + session->hosts() + ": disconnected, the session is not confirmed"};
+				             "zookeeper " + session->hosts() +
+				                 ": disconnected, the session is not confirmed"};
 			auto until = std::min(deadline_after(Clock::now(), grace_), w_->deadline);
 			return publish(*session, node_, token_, version_, value, until, grace_);
 		} catch (...) {

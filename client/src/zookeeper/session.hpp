@@ -144,7 +144,6 @@ public:
 	/// The watcher of the session and of every watch it sets (context: this).
 	static void on_event(zhandle_t *zh, int type, int state, const char *path, void *context) noexcept;
 
-
 private:
 	explicit Session(std::string hosts) : hosts_(std::move(hosts)) {}
 	template <class Start> Pending send(Start start) noexcept;
