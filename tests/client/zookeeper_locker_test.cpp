@@ -903,3 +903,92 @@ TEST_F(ZookeeperLocker, EachModeQueuesCuratorsNodeNames)
 	ASSERT_TRUE(permit->release());
 	EXPECT_EQ(zk_cli("ls " + folder_of(s) + "/leases"), "[]");
 }
+
+// ---- what a grant costs (issue 38) --------------------------------------------
+
+namespace {
+
+// packets_received -- the requests the server has read from its clients
+// ("Received" of the four-letter word srvr: pings and session setups too),
+// or -1
+long long
+packets_received(int port)
+{
+	auto out = capture("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) +
+	                   " && printf srvr >&3 && timeout 2 cat <&3' | sed -n 's/^Received: //p'");
+	try {
+		return std::stoll(out);
+	} catch (...) {
+		return -1;
+	}
+}
+
+// thread_count -- the threads of this process now
+long
+thread_count()
+{
+	long n = 0;
+	for ([[maybe_unused]] const auto &task : std::filesystem::directory_iterator("/proc/self/task"))
+		n++;
+	return n;
+}
+
+} // namespace
+
+// Uncontended acquire+release pairs (TTL 30 s) on a server of its own (its
+// counter counts nobody else's requests), after one pair that opened the
+// pooled session: on a new resource each (the folder's create, the multi
+// that creates the nodes and tells the token, the delete: 3 requests) and
+// on one resource again and again (the folder there, holding only our
+// nodes: the multi and the delete, 2).  Each pair once cost 6 on
+// a new resource (a create refused ZNONODE, the folder's create, the
+// create, an exists for the token, the listing, the delete) and 4 on a
+// resource whose folder was there.
+TEST(ZookeeperCost, AnUncontendedPairCostsAtMostThreeRequests)
+{
+	ScriptServer own("zookeeper.sh");
+	ASSERT_TRUE(own.start()) << "install ZooKeeper: scripts/install-deps.sh";
+	auto client = pglease::connect(url(own.port()), quick());
+	ASSERT_TRUE(client) << client.error();
+	const std::string base = resource();
+	auto pair = [&](const std::string &r) {
+		pglease::LeaseOptions o;
+		o.ttl = 30s;
+		o.auto_renew = false;
+		auto lease = (*client)->acquire(r, o);
+		ASSERT_TRUE(lease) << lease.error();
+		ASSERT_TRUE(lease->release());
+	};
+	pair(base + "-warm"); // the session, then pooled
+	constexpr int pairs = 20;
+	for (bool fresh : {true, false}) {
+		const long long before = packets_received(own.port());
+		ASSERT_GE(before, 0) << "srvr answered no Received count";
+		for (int i = 0; i < pairs; i++)
+			pair(fresh ? base + "-" + std::to_string(i) : base);
+		// less the first srvr: the server counts it too
+		const double per_pair = double(packets_received(own.port()) - before - 1) / pairs;
+		std::printf("an uncontended acquire+release (TTL 30 s) on %s, mean of %d: %.2f requests\n",
+		            fresh ? "a new resource each" : "one resource", pairs, per_pair);
+		EXPECT_LE(per_pair, 3.0) << (fresh ? "on new resources" : "on one resource");
+	}
+}
+
+// A grant starts no thread: the locker's watchdog (one per locker) ends
+// unrenewed grants' sessions, where each grant once had a thread of its
+// own (a clone and a join per acquire).
+TEST_F(ZookeeperLocker, AGrantStartsNoThreadOfItsOwn)
+{
+	auto r = resource();
+	auto warm = locker->acquire(r, opts(30s)); // the session, the renewal and watchdog threads
+	ASSERT_TRUE(warm) << warm.error();
+	ASSERT_TRUE(warm->release());
+	const long idle = thread_count();
+	for (int i = 0; i < 3; i++) {
+		auto lease = locker->acquire(r + "-" + std::to_string(i), opts(30s));
+		ASSERT_TRUE(lease) << lease.error();
+		EXPECT_EQ(thread_count(), idle) << "a thread came with grant " << i;
+		ASSERT_TRUE(lease->release());
+	}
+	EXPECT_EQ(thread_count(), idle);
+}

@@ -139,12 +139,30 @@ public:
 		return body->has_value();
 	}
 
-	// create_key -- put key with lease unless it exists; the key's create revision
-	Result<std::int64_t> create_key(const std::string &key, const std::string &value, std::int64_t lease,
-	                                Clock::time_point deadline)
+	struct Range {
+		std::vector<Kv> kvs; // lock keys of the resource only
+		std::int64_t revision = 0;
+	};
+
+	/// A queued key's create revision and the queue it is in, read in the
+	/// transaction that put it.
+	struct Queued {
+		std::int64_t revision = 0;
+		Range queue;
+	};
+
+	// create_key -- put key (in the queue at prefix) with lease unless it
+	// exists, and read the queue in the same txn (every shape, as
+	// lock_keys(shared_layout)): one request, one raft proposal, where a
+	// put and then a range cost two requests
+	Result<Queued> create_key(const std::string &prefix, const std::string &key, const std::string &value,
+	                          std::int64_t lease, Clock::time_point deadline, bool shared_layout)
 	{
 		const std::string k = base64_encode(key);
-		Json read = {{"request_range", {{"key", k}}}};
+		Json read = {{"request_range",
+		              {{"key", base64_encode(prefix)},
+		               {"range_end", base64_encode(prefix_end(prefix))},
+		               {"keys_only", true}}}};
 		Json txn = {
 		    {"compare",
 		     Json::array(
@@ -162,20 +180,21 @@ public:
 		const Json responses = r->body.value("responses", Json::array());
 		if (responses.empty())
 			return Error{Errc::internal, "", "etcd txn: no responses in " + r->body.dump()};
-		const Json range = responses.back().value("response_range", Json::object());
-		const Json kvs = range.value("kvs", Json::array());
-		std::int64_t revision = kvs.empty() ? 0 : int64_of(kvs[0], "create_revision");
-		if (revision <= 0)
+		Queued out;
+		out.queue =
+		    range_of(responses.back().value("response_range", Json::object()), prefix, false, shared_layout);
+		out.queue.revision = int64_of(r->body.value("header", Json::object()), "revision");
+		const Kv *mine = nullptr;
+		for (const auto &kv : out.queue.kvs)
+			if (kv.key == key)
+				mine = &kv;
+		if (!mine || mine->create_revision <= 0)
 			return Error{Errc::internal, "", "etcd txn: the lock key is missing right after its put"};
-		if (int64_of(kvs[0], "lease") != lease) // never ours: a key named by this lease is another's
+		if (mine->lease != lease) // never ours: a key named by this lease is another's
 			return Error{Errc::internal, "", "etcd txn: the lock key " + key + " exists under another lease"};
-		return revision;
+		out.revision = mine->create_revision;
+		return out;
 	}
-
-	struct Range {
-		std::vector<Kv> kvs; // lock keys of the resource only
-		std::int64_t revision = 0;
-	};
 
 	// lock_keys -- the keys of the queue at prefix created in [min_rev,
 	// max_rev] (0: open), with their values (holder labels, proclamations)
@@ -195,9 +214,17 @@ public:
 			return r.error();
 		if (r->grpc_code != 0)
 			return error_of(*r, "range");
-		Range out;
+		Range out = range_of(r->body, prefix, with_values, shared_layout);
 		out.revision = int64_of(r->body.value("header", Json::object()), "revision");
-		for (const Json &kv : r->body.value("kvs", Json::array())) {
+		return out;
+	}
+
+	// range_of -- the keys of the queue at prefix in a range reply (lock
+	// keys only, or every shape), with their values if with_values
+	static Range range_of(const Json &reply, const std::string &prefix, bool with_values, bool shared_layout)
+	{
+		Range out;
+		for (const Json &kv : reply.value("kvs", Json::array())) {
 			std::string key = base64_decode(kv.value("key", ""));
 			auto shape = shape_of(key, prefix);
 			if (shape && (shared_layout || shape->kind == KeyKind::lock))

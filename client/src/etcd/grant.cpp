@@ -11,9 +11,9 @@ namespace {
 class EtcdGrant final : public Grant {
 public:
 	EtcdGrant(std::shared_ptr<Api> api, LockKey lock, std::shared_ptr<LeasePool> pool,
-	          std::int64_t ttl_seconds, Clock::time_point deadline) noexcept
+	          std::int64_t ttl_seconds, Clock::time_point deadline, Clock::time_point alive_since) noexcept
 	    : api_(std::move(api)), lock_(std::move(lock)), pool_(std::move(pool)), ttl_seconds_(ttl_seconds),
-	      deadline_(deadline)
+	      deadline_(deadline), alive_since_(alive_since)
 	{
 	}
 
@@ -38,10 +38,12 @@ public:
 			auto there = still_there(*api_, lock_, deadline);
 			if (!there)
 				return there.error();
-			if (!*there) // the key was deleted server-side: end the lease too
+			if (!*there) { // the key was deleted server-side: end the lease too
 				(void)api_->revoke(lock_.lease, api_->gateway().call_deadline());
-			else
+			} else {
 				deadline_ = deadline_after(sent, ttl);
+				alive_since_ = sent;
+			}
 			return *there;
 		} catch (...) {
 			return Error{Errc::internal, "", "out of memory"};
@@ -54,7 +56,7 @@ public:
 			const auto deadline = api_->gateway().call_deadline();
 			auto deleted = api_->delete_key(lock_.key, lock_.revision, deadline);
 			if (deleted && *deleted && pool_) {
-				pool_->give(lock_.lease, ttl_seconds_, deadline);
+				pool_->give(lock_.lease, ttl_seconds_, alive_since_, deadline);
 				return true;
 			}
 			auto revoked = api_->revoke(lock_.lease, deadline);
@@ -84,7 +86,8 @@ private:
 	LockKey lock_;
 	std::shared_ptr<LeasePool> pool_;
 	const std::int64_t ttl_seconds_;
-	Clock::time_point deadline_; // the lease's local deadline (renew runs on one thread at a time)
+	Clock::time_point deadline_;    // the lease's local deadline (renew runs on one thread at a time)
+	Clock::time_point alive_since_; // its lease's last keepalive's sending (or grant's)
 };
 
 } // namespace
@@ -117,40 +120,44 @@ LeasePool::~LeasePool()
 {
 	// one deadline for them all: a frozen server costs one statement_grace
 	const auto deadline = api_->gateway().call_deadline();
-	for (auto &[ttl, lease] : idle_)
-		(void)api_->revoke(lease, deadline);
+	for (auto &idle : idle_)
+		(void)api_->revoke(idle.pooled.lease, deadline);
 }
 
-std::int64_t
-LeasePool::take(std::int64_t ttl_seconds, Clock::time_point deadline)
+LeasePool::Pooled
+LeasePool::take(std::int64_t ttl_seconds, milliseconds fresh, Clock::time_point deadline)
 {
 	for (;;) {
-		std::int64_t lease = 0;
+		Pooled pooled;
 		{
 			std::lock_guard<std::mutex> lk(mu_);
 			auto it = std::find_if(idle_.begin(), idle_.end(),
-			                       [&](const auto &e) { return e.first == ttl_seconds; });
+			                       [&](const Idle &e) { return e.ttl_seconds == ttl_seconds; });
 			if (it == idle_.end())
-				return 0;
-			lease = it->second;
+				return Pooled{};
+			pooled = it->pooled;
 			idle_.erase(it);
 		}
-		auto left = api_->keepalive(lease, deadline);
+		const auto sent = Clock::now();
+		if (sent - pooled.alive_since < fresh)
+			return pooled; // alive for its TTL from alive_since, as etcd counts it
+		auto left = api_->keepalive(pooled.lease, deadline);
 		if (left && *left > 0)
-			return lease;
-		(void)api_->revoke(lease, deadline); // gone or unknown: not worth keeping
+			return Pooled{pooled.lease, sent};
+		(void)api_->revoke(pooled.lease, deadline); // gone or unknown: not worth keeping
 		if (Clock::now() >= deadline)
-			return 0;
+			return Pooled{};
 	}
 }
 
 void
-LeasePool::give(std::int64_t lease, std::int64_t ttl_seconds, Clock::time_point deadline)
+LeasePool::give(std::int64_t lease, std::int64_t ttl_seconds, Clock::time_point alive_since,
+                Clock::time_point deadline)
 {
 	{
 		std::lock_guard<std::mutex> lk(mu_);
 		if (idle_.size() < max_idle_) {
-			idle_.emplace_back(ttl_seconds, lease);
+			idle_.push_back(Idle{ttl_seconds, Pooled{lease, alive_since}});
 			return;
 		}
 	}
@@ -159,10 +166,10 @@ LeasePool::give(std::int64_t lease, std::int64_t ttl_seconds, Clock::time_point 
 
 std::unique_ptr<Grant>
 make_grant(std::shared_ptr<Api> api, LockKey lock, std::shared_ptr<LeasePool> pool, std::int64_t ttl_seconds,
-           Clock::time_point deadline)
+           Clock::time_point deadline, Clock::time_point alive_since)
 {
 	return std::make_unique<EtcdGrant>(std::move(api), std::move(lock), std::move(pool), ttl_seconds,
-	                                   deadline);
+	                                   deadline, alive_since);
 }
 
 } // namespace pglease::detail::etcd

@@ -35,9 +35,10 @@ struct LockKey {
 /// The etcd leases of cleanly released grants (their lock key deleted, so
 /// they hold no key), kept for the next acquire with the same TTL: a grant
 /// then costs no LeaseGrant and LeaseRevoke, two of the four raft writes it
-/// cost otherwise.  A pooled lease is used again only after a keepalive
-/// says it is still alive (a keepalive is not a raft write); the ones left
-/// when the pool goes are revoked.
+/// cost otherwise.  A pooled lease is used again as it is when kept alive
+/// recently (`fresh`: the grant's deadline counts from that keepalive),
+/// else after a keepalive says it is still alive (a keepalive is not a raft
+/// write); the ones left when the pool goes are revoked.
 class LeasePool {
 public:
 	LeasePool(std::shared_ptr<Api> api, std::size_t max_idle) : api_(std::move(api)), max_idle_(max_idle) {}
@@ -45,21 +46,33 @@ public:
 	LeasePool(const LeasePool &) = delete;
 	LeasePool &operator=(const LeasePool &) = delete;
 
-	/// A pooled lease of ttl_seconds, alive and refreshed; 0 when none.
-	std::int64_t take(std::int64_t ttl_seconds, Clock::time_point deadline);
-	/// Keep the lease (at most max_idle), else revoke it.
-	void give(std::int64_t lease, std::int64_t ttl_seconds, Clock::time_point deadline);
+	struct Pooled {
+		std::int64_t lease = 0;        ///< 0: none
+		Clock::time_point alive_since; ///< its last keepalive's (or grant's) sending
+	};
+	/// A pooled lease of ttl_seconds, alive: kept alive within `fresh`, or
+	/// by a keepalive now.
+	Pooled take(std::int64_t ttl_seconds, milliseconds fresh, Clock::time_point deadline);
+	/// Keep the lease, kept alive last at alive_since (at most max_idle),
+	/// else revoke it.
+	void give(std::int64_t lease, std::int64_t ttl_seconds, Clock::time_point alive_since,
+	          Clock::time_point deadline);
 
 private:
+	struct Idle {
+		std::int64_t ttl_seconds;
+		Pooled pooled;
+	};
 	std::shared_ptr<Api> api_;
 	const std::size_t max_idle_;
 	std::mutex mu_;
-	std::vector<std::pair<std::int64_t, std::int64_t>> idle_; // (TTL in seconds, lease ID)
+	std::vector<Idle> idle_;
 };
 
 /// The grant of lock, under its lease of ttl_seconds, held until deadline.
+/// alive_since: when its lease was last granted or kept alive.
 [[nodiscard]] std::unique_ptr<Grant> make_grant(std::shared_ptr<Api> api, LockKey lock,
                                                 std::shared_ptr<LeasePool> pool, std::int64_t ttl_seconds,
-                                                Clock::time_point deadline);
+                                                Clock::time_point deadline, Clock::time_point alive_since);
 
 } // namespace pglease::detail::etcd

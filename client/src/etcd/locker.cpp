@@ -56,7 +56,12 @@
 // its lease, which deletes its key.  A released grant's lease, holding no key
 // any more, is kept in the locker's pool (ClientOptions::max_idle_connections)
 // for the next acquire with the same TTL, after a keepalive: no
-// LeaseGrant/LeaseRevoke per grant.  A renewal's calls end by the lease's
+// LeaseGrant/LeaseRevoke per grant; one kept alive within the last tenth of
+// its TTL (or heartbeat, if shorter) is used as it is, its grant's deadline
+// counting from that keepalive, else it is kept alive first.  So an
+// uncontended acquire+release costs 3 requests at most (a keepalive, the
+// txn that puts the key and reads the queue, the delete), 2 as a rule.
+// A renewal's calls end by the lease's
 // local deadline too (etcd_locker_test RenewalInFlightAtTheDeadlineEndsByIt).
 //
 // Token calls act only on the holder's key (no lock key of the resource
@@ -248,7 +253,8 @@ private:
 		Granted g;
 		g.token = lock.revision;
 		g.deadline = deadline_after(alive_since, options.ttl);
-		g.grant = make_grant(api_, std::move(lock), pool_, ttl_seconds_of(options.ttl), g.deadline);
+		g.grant =
+		    make_grant(api_, std::move(lock), pool_, ttl_seconds_of(options.ttl), g.deadline, alive_since);
 		return g;
 	}
 
@@ -271,12 +277,17 @@ private:
 		budget.gateway = &api_->gateway();
 		budget.give_up = deadline_after(Clock::now(), options.wait);
 		budget.end = deadline_after(budget.give_up, budget.gateway->options().statement_grace);
+		// a pooled lease kept alive this recently is used without a keepalive
+		const milliseconds fresh = std::min(heartbeat, options.ttl / 10);
 		for (;;) { // once per place in the queue
-			auto alive_since = Clock::now();
-			auto lock = queue_key(prefix, value, ttl_seconds_of(options.ttl), shape, budget);
+			Clock::time_point alive_since;
+			Api::Range queue; // as the put's txn read it
+			auto lock = queue_key(prefix, value, ttl_seconds_of(options.ttl), fresh, shape, budget, queue,
+			                      alive_since);
 			if (!lock)
 				return lock.error();
-			auto held = wait_first(*lock, resource, options, heartbeat, shape, budget, alive_since);
+			auto held =
+			    wait_first(*lock, std::move(queue), resource, options, heartbeat, shape, budget, alive_since);
 			if (!held)
 				return held.error();
 			if (*held)
@@ -288,39 +299,59 @@ private:
 
 	// queue_key -- our key at prefix, under the lease it will hold with, of
 	// the full TTL (a pooled one, or a new one), kept alive every heartbeat
-	// as the grant will be (the file's comment)
+	// as the grant will be (the file's comment); `queue`: the keys of the
+	// queue, read by the txn that put ours; `alive_since`: when the lease
+	// was last granted or kept alive (a pooled one within `fresh` is not
+	// kept alive again: LeasePool::take)
 	Result<LockKey> queue_key(const std::string &prefix, const std::string &value, std::int64_t ttl_seconds,
-	                          const Shape &shape, const Budget &budget)
+	                          milliseconds fresh, const Shape &shape, const Budget &budget, Api::Range &queue,
+	                          Clock::time_point &alive_since)
 	{
-		Result<std::int64_t> lease = pool_->take(ttl_seconds, budget.step());
-		if (*lease == 0)
-			lease = api_->lease_grant(ttl_seconds, budget.step());
-		if (!lease)
-			return lease.error();
-		LockKey lock{prefix,
-		             shape.padded ? shaped_key(prefix, shape.key, *lease) : prefix + lease_hex(*lease, false),
-		             *lease, 0};
-		auto revision = api_->create_key(lock.key, value, lock.lease, budget.step());
-		if (!revision) {
-			(void)api_->revoke(lock.lease, budget.step());
-			return revision.error();
+		auto pooled = pool_->take(ttl_seconds, fresh, budget.step());
+		for (;;) { // once more with a new lease if the pooled one is gone
+			Result<std::int64_t> lease = pooled.lease;
+			alive_since = pooled.alive_since;
+			if (pooled.lease == 0) {
+				alive_since = Clock::now();
+				lease = api_->lease_grant(ttl_seconds, budget.step());
+			}
+			if (!lease)
+				return lease.error();
+			LockKey lock{prefix,
+			             shape.padded ? shaped_key(prefix, shape.key, *lease)
+			                          : prefix + lease_hex(*lease, false),
+			             *lease, 0};
+			auto queued =
+			    api_->create_key(prefix, lock.key, value, lock.lease, budget.step(), shape.shared_layout);
+			if (!queued && queued.error().code == Errc::lost && pooled.lease != 0) {
+				pooled = LeasePool::Pooled{}; // revoked meanwhile ("requested lease not found")
+				continue;
+			}
+			if (!queued) {
+				(void)api_->revoke(lock.lease, budget.step());
+				return queued.error();
+			}
+			lock.revision = queued->revision;
+			queue = std::move(queued->queue);
+			return lock;
 		}
-		lock.revision = *revision;
-		return lock;
 	}
 
 	// wait_first -- until the keys ahead of ours let it hold: the grant;
 	// nullopt when our key is gone (its lease expired while queued: queue
-	// again).  The limit is checked once, at the first read.
-	Result<std::optional<Granted>> wait_first(LockKey &lock, std::string_view resource,
+	// again).  `first`: the queue as the put read it, looked at before any
+	// read of its own.  The limit is checked once, at the first look.
+	Result<std::optional<Granted>> wait_first(LockKey &lock, Api::Range first, std::string_view resource,
 	                                          const LeaseOptions &options, milliseconds heartbeat,
 	                                          const Shape &shape, const Budget &budget,
 	                                          Clock::time_point &alive_since)
 	{
 		bool checked = false; // the limit, once per key
 		for (;;) {            // once per wake-up
-			auto queue =
-			    api_->lock_keys(lock.prefix, 0, lock.revision, budget.step(), false, shape.shared_layout);
+			Result<Api::Range> queue = std::move(first);
+			if (checked)
+				queue =
+				    api_->lock_keys(lock.prefix, 0, lock.revision, budget.step(), false, shape.shared_layout);
 			if (!queue) {
 				if (queue.error().code == Errc::unavailable && Clock::now() + watch_retry < budget.give_up) {
 					std::this_thread::sleep_for(watch_retry); // failing over, maybe

@@ -2,17 +2,17 @@
 #include "zookeeper/grant.hpp"
 
 #include <algorithm>
-#include <condition_variable>
-#include <thread>
 
 #include "zookeeper/election.hpp"
+#include "zookeeper/watchdog.hpp"
 
 namespace pglease::detail::zookeeper {
 
 namespace {
 
-// ZookeeperGrant -- one lease: its session and its lock node.  renew and
-// release end within statement_grace (renew: by the local deadline, too).
+// ZookeeperGrant -- one lease: its session and its lock node, watched by
+// the locker's watchdog (watchdog.hpp).  renew and release end within
+// statement_grace (renew: by the local deadline, too).
 class ZookeeperGrant final : public Grant {
 public:
 	// election: the node carries a value (proclaim); version: its data's
@@ -20,23 +20,24 @@ public:
 	// nodes: the grant's node (renew checks it) and any more it holds (a
 	// writer's "__WRIT__" twin), deleted together at release
 	ZookeeperGrant(std::unique_ptr<Session> session, std::vector<std::string> nodes, std::int64_t token,
-	               Clock::time_point deadline, std::shared_ptr<SessionPool> pool, milliseconds session_ttl,
-	               milliseconds grace, bool election, int version)
-	    : session_(std::move(session)), node_(nodes.at(0)), nodes_(std::move(nodes)), token_(token),
-	      deadline_(deadline), pool_(std::move(pool)), session_ttl_(session_ttl), grace_(grace),
-	      election_(election), version_(version)
+	               Clock::time_point deadline, const Context &ctx, milliseconds session_ttl, bool election,
+	               int version)
+	    : w_(std::make_shared<Watchdog::Watched>()), node_(nodes.at(0)), nodes_(std::move(nodes)),
+	      token_(token), pool_(ctx.pool), watchdog_(ctx.watchdog), session_ttl_(session_ttl),
+	      grace_(ctx.options.statement_grace), election_(election), version_(version)
 	{
-		watchdog_ = std::thread([this] { close_at_deadline(); });
+		w_->session = std::move(session);
+		w_->deadline = deadline;
+		watchdog_->watch(w_, deadline);
 	}
 	~ZookeeperGrant() override
 	{
+		std::unique_ptr<Session> ending;
 		{
-			std::lock_guard<std::mutex> lk(mu_);
-			stopping_ = true;
+			std::lock_guard<std::mutex> lk(w_->mu);
+			ending = std::move(w_->session);
 		}
-		cv_.notify_all();
-		watchdog_.join();
-		Session::dispose(std::move(session_));
+		Session::dispose(std::move(ending));
 	}
 	ZookeeperGrant(const ZookeeperGrant &) = delete;
 	ZookeeperGrant &operator=(const ZookeeperGrant &) = delete;
@@ -44,25 +45,29 @@ public:
 	Result<bool> renew(milliseconds ttl) noexcept override
 	{
 		try {
-			std::lock_guard<std::mutex> lk(mu_);
+			std::lock_guard<std::mutex> lk(w_->mu);
+			auto &session = w_->session;
 			auto sent = Clock::now();
-			if (!session_ || session_->closed() || session_->expired())
+			if (!session || session->closed() || session->expired())
 				return false; // released, or SESSION_EXPIRED: the node is gone
-			if (!session_->connected())
+			if (!session->connected())
 				return Error{Errc::unavailable, "",
-				             "zookeeper " + session_->hosts() +
+				             "zookeeper " + session->hosts() +
 				                 ": disconnected, the session is not confirmed"};
 			// an answer after the local deadline would come too late anyway,
 			// and the watchdog waits for this lock to end the session then
-			auto until = std::min(deadline_after(sent, grace_), deadline_);
-			auto a = session_->exists(node_, false, until);
+			auto until = std::min(deadline_after(sent, grace_), w_->deadline);
+			auto a = session->exists(node_, false, until);
 			if (a.answered && (a.rc == ZNONODE || a.rc == ZSESSIONEXPIRED || a.rc == ZINVALIDSTATE))
 				return false;
 			if (!a.answered || a.rc != ZOK)
-				return failure(a, session_->hosts(), "exists " + node_, grace_);
-			if (a.stat.czxid != token_ || a.stat.ephemeralOwner != session_->id())
+				return failure(a, session->hosts(), "exists " + node_, grace_);
+			if (a.stat.czxid != token_ || a.stat.ephemeralOwner != session->id())
 				return false; // not our node any more
-			deadline_ = deadline_after(sent, ttl);
+			auto renewed = deadline_after(sent, ttl);
+			if (renewed < w_->deadline) // a shorter ttl: the watchdog looks earlier
+				watchdog_->watch(w_, renewed);
+			w_->deadline = renewed;
 			return true;
 		} catch (...) {
 			return Error{Errc::internal, "", "out of memory"};
@@ -76,15 +81,16 @@ public:
 		if (!election_)
 			return Grant::proclaim(value);
 		try {
-			std::lock_guard<std::mutex> lk(mu_);
-			if (!session_ || session_->closed() || session_->expired())
+			std::lock_guard<std::mutex> lk(w_->mu);
+			auto &session = w_->session;
+			if (!session || session->closed() || session->expired())
 				return false;
-			if (!session_->connected())
+			if (!session->connected())
 				return Error{Errc::unavailable, "",
-				             "zookeeper " + session_->hosts() +
+				             "zookeeper " + session->hosts() +
 				                 ": disconnected, the session is not confirmed"};
-			auto until = std::min(deadline_after(Clock::now(), grace_), deadline_);
-			return publish(*session_, node_, token_, version_, value, until, grace_);
+			auto until = std::min(deadline_after(Clock::now(), grace_), w_->deadline);
+			return publish(*session, node_, token_, version_, value, until, grace_);
 		} catch (...) {
 			return Error{Errc::internal, "", "out of memory"};
 		}
@@ -94,10 +100,10 @@ public:
 	{
 		Owned ending; // disposed of (not closed waiting) after the lock, unless pooled
 		try {
-			std::lock_guard<std::mutex> lk(mu_);
-			if (!session_)
-				return false; // released already
-			ending.session = std::move(session_);
+			std::lock_guard<std::mutex> lk(w_->mu);
+			if (!w_->session)
+				return false; // released already, or ended by the watchdog
+			ending.session = std::move(w_->session);
 			if (ending->closed() || ending->expired())
 				return false;
 			if (!ending->connected())
@@ -124,36 +130,16 @@ public:
 	}
 
 private:
-	// close_at_deadline -- the watchdog: a lease not renewed by its local
-	// deadline ends server-side too (closing the session deletes the node)
-	void close_at_deadline() noexcept
-	{
-		std::unique_lock<std::mutex> lk(mu_);
-		while (!stopping_) {
-			if (Clock::now() >= deadline_) {
-				auto ending = std::move(session_);
-				lk.unlock();
-				Session::dispose(std::move(ending));
-				return;
-			}
-			cv_.wait_until(lk, std::min(deadline_, Clock::now() + std::chrono::hours{1}));
-		}
-	}
-
-	std::unique_ptr<Session> session_; // null once released or ended
+	const std::shared_ptr<Watchdog::Watched> w_; // the session and deadline, under w_->mu
 	const std::string node_;
 	const std::vector<std::string> nodes_; // node_ first
 	const std::int64_t token_;
-	std::mutex mu_; // guards session_, deadline_, stopping_ and every use of the session
-	std::condition_variable cv_;
-	Clock::time_point deadline_;
-	bool stopping_ = false;
 	const std::shared_ptr<SessionPool> pool_;
+	const std::shared_ptr<Watchdog> watchdog_;
 	const milliseconds session_ttl_;
 	const milliseconds grace_;
 	const bool election_;
-	int version_; // the node's data version we last saw (guarded by mu_)
-	std::thread watchdog_;
+	int version_; // the node's data version we last saw (guarded by w_->mu)
 };
 
 } // namespace
@@ -166,8 +152,7 @@ granted(Owned &session, const Context &ctx, const std::string &folder, const Loc
 	g.token = mine.czxid;
 	g.deadline = deadline_after(checked, options.ttl);
 	g.grant = std::make_unique<ZookeeperGrant>(std::move(session.session), paths_of(folder, mine), mine.czxid,
-	                                           g.deadline, ctx.pool, options.ttl, ctx.options.statement_grace,
-	                                           election, mine.version);
+	                                           g.deadline, ctx, options.ttl, election, mine.version);
 	return g;
 }
 

@@ -1,8 +1,9 @@
 // zookeeper/grant.hpp -- the grant of every ZooKeeper recipe: its session
 // and its nodes.  renew checks the node (expired session -> lost at once,
 // disconnected -> Errc::unavailable); release deletes the nodes and pools
-// the session; a grant not renewed by its local deadline closes its session
-// itself (its watchdog), so its nodes go server-side when it ends locally.
+// the session; a grant not renewed by its local deadline has its session
+// closed by the locker's watchdog (watchdog.hpp), so its nodes go
+// server-side when it ends locally.
 #pragma once
 
 #include "detail/provider.hpp"

@@ -7,7 +7,9 @@
 //   into one path component (target.hpp: every byte outside [A-Za-z0-9_-]
 //   becomes %XX), a container node the server removes once empty;
 // - the lowest sequence holds; a waiter sets an exists watch on its
-//   predecessor only (no herd) and looks again when it fires;
+//   predecessor only (no herd) and looks again when it fires; a writer's
+//   transaction tells the folder's children after it (nodes.hpp), so one
+//   that finds only its own nodes there holds without listing them;
 // - a create whose reply was lost (connection loss) is found again after the
 //   reconnect by the GUID in its name, never created twice;
 // - a waiter whose wait ends, or whose acquire fails, deletes its node.
@@ -126,12 +128,13 @@ take(const Context &ctx, const std::string &folder, std::string_view data, const
 			return opened.error();
 		session.session = std::move(*opened);
 	}
-	// no ensure_folder first: the folder is there but for a resource's
-	// first acquire (or one after the server reaped the empty
-	// container), and create_lock_node makes it when the create says
-	// ZNONODE.  A create of an existing folder would be one more write
-	// (an error transaction in the server's log) on every acquire.
-	auto mine = create_lock_node(*session, ctx.target, folder, recipe.names, data, b);
+	// no ensure_folder here: create_lock_node makes the folder first only
+	// when the locker has not seen it (a writer's pair), or when the
+	// create says ZNONODE.  A create of an existing folder would be one
+	// more write (an error transaction in the server's log) on every
+	// acquire.
+	const auto sent = Clock::now();
+	auto mine = create_lock_node(*session, ctx.target, folder, recipe.names, data, b, ctx.folders.get());
 	if (!mine)
 		return mine.error();
 	if (!ctx.target.auth.empty()) {
@@ -139,6 +142,8 @@ take(const Context &ctx, const std::string &folder, std::string_view data, const
 		    !owned)
 			return owned.error(); // the session's dispose deletes our node
 	}
+	if (mine->alone) // nothing else in the folder (no semaphore either): ours is first
+		return granted(session, ctx, folder, *mine, recipe.election, options, sent);
 	auto turn = wait_turn(*session, ctx.target, folder, *mine, recipe.shared, recipe.check_semaphore,
 	                      resource, options, b);
 	if (!turn)

@@ -46,8 +46,9 @@
 // disconnected (Curator's SUSPENDED) -> Errc::unavailable, so the lease is
 // lost when its local deadline passes without a reconnect; else the node must
 // still exist with our czxid and session.  A grant not renewed by its local
-// deadline closes its session itself (its watchdog), so an unrenewed lease
-// ends server-side when it ends locally, as with the other providers.
+// deadline has its session closed by the locker's one watchdog thread
+// (watchdog.hpp), so an unrenewed lease ends server-side when it ends
+// locally, as with the other providers.
 // Release deletes the node and gives the session to the locker's pool of idle
 // sessions (at most ClientOptions::max_idle_connections), reused by the next
 // acquire with the same TTL while connected: no createSession/closeSession
@@ -71,6 +72,7 @@
 #include "zookeeper/component.hpp"
 #include "zookeeper/election.hpp"
 #include "zookeeper/recipes.hpp"
+#include "zookeeper/watchdog.hpp"
 
 namespace pglease::detail {
 
@@ -85,7 +87,8 @@ class ZookeeperLocker final : public LockerBase {
 public:
 	ZookeeperLocker(Target target, ClientOptions options)
 	    : ctx_{std::move(target), options,
-	           std::make_shared<zookeeper::SessionPool>(options.max_idle_connections)}
+	           std::make_shared<zookeeper::SessionPool>(options.max_idle_connections),
+	           std::make_shared<zookeeper::FolderHints>(), std::make_shared<zookeeper::Watchdog>()}
 	{
 	}
 

@@ -53,7 +53,14 @@ find_protected(Session &s, const std::string &folder, const std::string &prefix,
 
 // create_once -- the EPHEMERAL|SEQUENTIAL nodes prefix + each of recipes
 // (one: a create; two: a multi, consecutive sequence numbers), created
-// once.  names: as created, without the folder
+// once.  names: as created, without the folder.  A multi ends with a
+// setData of the folder (its data stays empty): a create in a multi
+// reports no Stat, the setData's tells the transaction's zxid (mzxid: our
+// nodes' czxid, the token) and the folder's children after it
+// (numChildren: ours alone, first).  The folder is never created in the
+// multi: the C client (3.8) misreads the reply of a multi that creates a
+// container (seen: the results after it empty, or an assertion failure in
+// deserialize_multi).
 Answer
 create_once(Session &s, const std::string &folder, const std::string &prefix,
             const std::vector<std::string> &recipes, std::string_view data, const Bounds &b)
@@ -68,16 +75,14 @@ create_once(Session &s, const std::string &folder, const std::string &prefix,
 	for (const auto &recipe : recipes)
 		ops.push_back(
 		    Session::Op{true, folder + "/" + prefix + recipe, std::string{data}, ZOO_EPHEMERAL_SEQUENTIAL});
+	ops.push_back(Session::Op{false, folder, {}, 0, true});
 	auto a = s.multi(ops, b.until);
-	if (a.answered && a.rc == ZOK) {
-		for (auto &name : a.names)
-			name = name.substr(name.rfind('/') + 1);
-		// a multi's create reports no Stat: the token is read back
-		auto st = s.exists(folder + "/" + a.names.front(), false, b.until);
-		if (!st.answered || st.rc != ZOK)
-			return st;
-		a.stat = st.stat;
-	}
+	if (!a.answered || a.rc != ZOK)
+		return a;
+	for (auto &name : a.names)
+		name = name.substr(name.rfind('/') + 1);
+	a.stat.czxid = a.stat.mzxid; // the multi's zxid
+	a.stat.version = 0;          // of our nodes' data, as created
 	return a;
 }
 
@@ -216,15 +221,34 @@ check_owned(Session &s, const Target &target, const std::string &folder, const s
 // name, never created twice)
 Result<LockNode>
 create_lock_node(Session &s, const Target &target, const std::string &folder,
-                 const std::vector<std::string> &recipes, std::string_view data, const Bounds &b)
+                 const std::vector<std::string> &recipes, std::string_view data, const Bounds &b,
+                 FolderHints *folders)
 {
 	const std::string prefix = protection_prefix();
 	const std::string what = "create " + folder + "/" + prefix + recipes.front();
 	Error last{Errc::unavailable, "", "zookeeper " + s.hosts() + ": could not create the lock node"};
+	const bool multi = recipes.size() > 1 && folders;
 	for (int attempt = 0; attempt < 4; attempt++) {
+		// a new resource, as a rule: its folder's create sent just before
+		// the multi (pipelined: answered first, one round trip for both);
+		// ZNODEEXISTS if it is there after all, ZNONODE for the multi too
+		// if the root is missing (ensure_folder below)
+		Session::Pending ahead;
+		const bool make_folder = attempt == 0 && multi && !folders->exists(folder);
+		if (make_folder)
+			ahead = s.send_create(folder, {}, ZOO_CONTAINER);
 		auto a = create_once(s, folder, prefix, recipes, data, b);
-		if (a.answered && a.rc == ZOK)
-			return LockNode{prefix, std::move(a.names), a.stat.czxid, a.stat.version};
+		if (make_folder) {
+			auto made = s.await(ahead, b.until);
+			if (made.answered && (made.rc == ZOK || made.rc == ZNODEEXISTS))
+				folders->seen(folder, true);
+		}
+		if (a.answered && a.rc == ZOK) {
+			LockNode node{prefix, std::move(a.names), a.stat.czxid, a.stat.version};
+			// only our nodes in the folder after our transaction: first
+			node.alone = multi && a.stat.numChildren == static_cast<std::int32_t>(node.names.size());
+			return node;
+		}
 		last = failure(a, s.hosts(), what, b.bound);
 		if (!a.answered) // it may still be created: the caller's dispose ends it
 			return last;
@@ -245,6 +269,29 @@ create_lock_node(Session &s, const Target &target, const std::string &folder,
 			return std::move(**found);
 	}
 	return last;
+}
+
+bool
+FolderHints::exists(const std::string &folder)
+{
+	std::lock_guard<std::mutex> lk(mu_);
+	return seen_.count(folder) != 0;
+}
+
+void
+FolderHints::seen(const std::string &folder, bool exists) noexcept
+{
+	try {
+		std::lock_guard<std::mutex> lk(mu_);
+		if (!exists) {
+			seen_.erase(folder);
+			return;
+		}
+		if (seen_.size() >= most)
+			seen_.clear(); // a hint only: forgetting costs one request
+		seen_.insert(folder);
+	} catch (...) {
+	}
 }
 
 Answer

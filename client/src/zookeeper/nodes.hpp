@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "pglease/lease.hpp"
@@ -24,12 +26,34 @@
 
 namespace pglease::detail::zookeeper {
 
+/// The resource folders a locker saw exist (a hint, never trusted: a
+/// container goes once empty): a lock sends the folder's create just
+/// before its multi when the folder is not known to exist, so a new
+/// resource costs one round trip, not a multi refused ZNONODE (a
+/// transaction in the server's log), the folder's create and the multi
+/// again.
+class FolderHints {
+public:
+	[[nodiscard]] bool exists(const std::string &folder);
+	void seen(const std::string &folder, bool exists) noexcept;
+
+private:
+	static constexpr std::size_t most = 4096; // then forgotten all at once
+	std::mutex mu_;
+	std::unordered_set<std::string> seen_;
+};
+
+class Watchdog;
+
 /// What every recipe of one locker reads: where its nodes live, its
-/// options, and its idle sessions.
+/// options, its idle sessions, the folders it saw, and the watchdog of
+/// its grants (grant.hpp).
 struct Context {
 	Target target;
 	ClientOptions options;
 	std::shared_ptr<SessionPool> pool;
+	std::shared_ptr<FolderHints> folders;
+	std::shared_ptr<Watchdog> watchdog;
 };
 
 /// The nodes a request created, all named prefix + recipe name + sequence.
@@ -37,7 +61,8 @@ struct LockNode {
 	std::string prefix;
 	std::vector<std::string> names; ///< the first one's czxid is the token
 	std::int64_t czxid = 0;
-	int version = 0; ///< of its data
+	int version = 0;    ///< of its data
+	bool alone = false; ///< its folder held only these nodes after their create: first
 };
 
 /// One acquire's bounds: the wait ends at give_up, every request and the
@@ -80,11 +105,14 @@ using Hopeless = std::function<Result<bool>()>;
                                        const std::string &node, const Bounds &b);
 
 /// Our EPHEMERAL|SEQUENTIAL nodes _c_<guid>-<recipe><sequence> in folder,
-/// one per recipe name (two: one transaction, consecutive sequences),
-/// created once even when a reply is lost; the folder is made when missing.
+/// one per recipe name (two: one transaction, consecutive sequences, that
+/// tells whether ours are the folder's only children: LockNode::alone; the
+/// folder's create sent just before it unless `folders` saw it exist), created once even
+/// when a reply is lost; the folder is made when missing.
 [[nodiscard]] Result<LockNode> create_lock_node(Session &s, const Target &target, const std::string &folder,
                                                 const std::vector<std::string> &recipes,
-                                                std::string_view data, const Bounds &b);
+                                                std::string_view data, const Bounds &b,
+                                                FolderHints *folders = nullptr);
 /// Delete one node, or several in one transaction.
 Answer remove_nodes(Session &s, const std::vector<std::string> &paths, Clock::time_point until) noexcept;
 /// The paths of node's names in folder.

@@ -43,6 +43,7 @@ struct Session::Call {
 	// reply comes, so they live as long as the Call (abandoned ones too)
 	std::vector<zoo_op_result_t> results;
 	std::vector<std::vector<char>> paths;
+	Stat set_stat{}; // a setData op's Stat (a multi has one at most)
 };
 
 namespace {
@@ -123,6 +124,7 @@ multi_done(int rc, const void *data)
 		for (const auto &path : call->paths)
 			if (!path.empty() && path[0] != '\0')
 				a.names.emplace_back(path.data());
+		a.stat = call->set_stat;
 	});
 }
 
@@ -362,25 +364,35 @@ Session::on_event(zhandle_t *, int, int, const char *, void *context) noexcept
 	s->cv_.notify_all();
 }
 
-// run -- start one request (start(handle, completion data) returns the
-// client's rc) and wait for its answer until `until`
+// send -- start one request (start(handle, completion data) returns the
+// client's rc); its answer is waited for by await
 template <class Start>
-Answer
-Session::run(Clock::time_point until, Start start) noexcept
+Session::Pending
+Session::send(Start start) noexcept
 {
-	std::shared_ptr<Call> call;
+	Pending p;
 	try {
-		call = std::make_shared<Call>();
+		p.call = std::make_shared<Call>();
 		std::lock_guard<std::mutex> lk(mu_);
-		if (!zh_)
-			return answered(ZCLOSING);
-		calls_.emplace(call.get(), call);
+		if (!zh_) {
+			p.rc = ZCLOSING;
+			return p;
+		}
+		calls_.emplace(p.call.get(), p.call);
 	} catch (...) {
-		return answered(ZSYSTEMERROR);
+		p.rc = ZSYSTEMERROR;
+		return p;
 	}
-	int rc = start(zh_, call.get());
-	if (rc != ZOK) // not sent; the Call stays in calls_ in case it was queued anyway
-		return answered(rc);
+	p.rc = start(zh_, p.call.get());
+	return p;
+}
+
+Answer
+Session::await(Pending &p, Clock::time_point until) noexcept
+{
+	if (!p.call || p.rc != ZOK) // not sent; the Call stays in calls_ in case it was queued anyway
+		return answered(p.rc);
+	auto call = std::move(p.call);
 	std::unique_lock<std::mutex> lk(call->mu);
 	while (!call->done && Clock::now() < until)
 		call->cv.wait_until(lk, one_hour_at_most(until));
@@ -391,6 +403,15 @@ Session::run(Clock::time_point until, Start start) noexcept
 	std::lock_guard<std::mutex> slk(mu_);
 	calls_.erase(call.get());
 	return answer;
+}
+
+// run -- one request, waited for until `until`
+template <class Start>
+Answer
+Session::run(Clock::time_point until, Start start) noexcept
+{
+	auto p = send(start);
+	return await(p, until);
 }
 
 Answer
@@ -405,7 +426,14 @@ Session::exists(const std::string &path, bool watch, Clock::time_point until) no
 Answer
 Session::create(const std::string &path, std::string_view data, int mode, Clock::time_point until) noexcept
 {
-	return run(until, [&](zhandle_t *zh, Call *call) {
+	auto p = send_create(path, data, mode);
+	return await(p, until);
+}
+
+Session::Pending
+Session::send_create(const std::string &path, std::string_view data, int mode) noexcept
+{
+	return send([&](zhandle_t *zh, Call *call) {
 		return zoo_acreate2(zh, path.c_str(), data.empty() ? nullptr : data.data(),
 		                    data.empty() ? -1 : static_cast<int>(data.size()),
 		                    authenticated_ ? &creator_read_acl() : &ZOO_OPEN_ACL_UNSAFE, mode, &created,
@@ -472,7 +500,10 @@ Session::start_multi(zhandle_t *zh, Call *call, const std::vector<Op> &ops)
 	call->paths.assign(ops.size(), {});
 	for (std::size_t i = 0; i < ops.size(); i++) {
 		const Op &op = ops[i];
-		if (op.create) {
+		if (op.set) {
+			zoo_set_op_init(&zops[i], op.path.c_str(), op.data.data(), static_cast<int>(op.data.size()), -1,
+			                &call->set_stat);
+		} else if (op.create) {
 			// a sequential node's path: the given one and 10 digits
 			call->paths[i].assign(op.path.size() + 16, '\0');
 			zoo_create_op_init(&zops[i], op.path.c_str(), op.data.empty() ? nullptr : op.data.data(),

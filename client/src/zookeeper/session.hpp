@@ -104,6 +104,18 @@ public:
 	/// watch whose firing counts as an event of this session.
 	Answer exists(const std::string &path, bool watch, Clock::time_point until) noexcept;
 	Answer create(const std::string &path, std::string_view data, int mode, Clock::time_point until) noexcept;
+	struct Call; // one request in flight (session.cpp)
+	/// A request sent and not waited for yet.  The server answers a
+	/// session's requests in order, so one sent after it is answered after
+	/// it: pipelined, the two cost one round trip.  Every Pending is awaited.
+	struct Pending {
+		std::shared_ptr<Call> call;
+		int rc = ZSYSTEMERROR; ///< the client's, when it was sent (ZOK: sent)
+	};
+	/// create without waiting for the answer (await has it).
+	Pending send_create(const std::string &path, std::string_view data, int mode) noexcept;
+	/// The answer of p, or none if not answered by until.
+	Answer await(Pending &p, Clock::time_point until) noexcept;
 	Answer remove(const std::string &path, Clock::time_point until) noexcept;
 	/// children, get_data -- watch: a child or data watch whose firing
 	/// counts as an event of this session (an election's observers)
@@ -114,26 +126,27 @@ public:
 	Answer set_data(const std::string &path, std::string_view data, int version,
 	                Clock::time_point until) noexcept;
 	Answer get_acl(const std::string &path, Clock::time_point until) noexcept;
-	/// One operation of multi: a create (mode: ZOO_EPHEMERAL_SEQUENTIAL, ...)
-	/// or a delete of any version.
+	/// One operation of multi: a create (mode: ZOO_EPHEMERAL_SEQUENTIAL, ...),
+	/// a delete of any version, or (set) a setData of any version.
 	struct Op {
 		bool create = true;
 		std::string path;
 		std::string data;
 		int mode = 0;
+		bool set = false;
 	};
 	/// Several operations as one transaction (zoo_amulti): all or none, one
 	/// zxid, and a folder's sequential creates get consecutive numbers.
-	/// names: the created nodes' paths, in the order of their ops.
+	/// names: the created nodes' paths, in the order of their ops; stat:
+	/// the Stat of its setData op, if any (a create in a multi reports none).
 	Answer multi(const std::vector<Op> &ops, Clock::time_point until) noexcept;
 
 	/// The watcher of the session and of every watch it sets (context: this).
 	static void on_event(zhandle_t *zh, int type, int state, const char *path, void *context) noexcept;
 
-	struct Call; // one request in flight (session.cpp)
-
 private:
 	explicit Session(std::string hosts) : hosts_(std::move(hosts)) {}
+	template <class Start> Pending send(Start start) noexcept;
 	template <class Start> Answer run(Clock::time_point until, Start start) noexcept;
 	int start_multi(zhandle_t *zh, Call *call, const std::vector<Op> &ops);
 	Result<void> authenticate(const std::string &auth, Clock::time_point until) noexcept;
