@@ -18,11 +18,14 @@ const Script withdraw_script{std::string{lua::withdraw}};
 
 Result<Reply>
 ask_lock(Node &node, const Keys &keys, std::string_view holder, std::string_view ttl,
-         std::chrono::milliseconds mark, bool marked, std::chrono::milliseconds timeout) noexcept
+         std::chrono::milliseconds mark, bool marked, std::chrono::milliseconds beat,
+         std::chrono::milliseconds timeout) noexcept
 {
 	try {
-		return node.eval(acquire_script, {keys.lock, keys.counter, keys.writers},
-		                 {holder, ttl, std::to_string(mark.count()), marked ? "1" : "0"}, timeout);
+		return node.eval(acquire_script, {keys.lock, keys.counter, keys.writers, keys.queue, keys.beats},
+		                 {holder, ttl, std::to_string(mark.count()), marked ? "1" : "0",
+		                  std::to_string(beat.count())},
+		                 timeout);
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
 	}
@@ -32,7 +35,7 @@ void
 withdraw_mark(Node &node, const Keys &keys, std::string_view holder,
               std::chrono::milliseconds timeout) noexcept
 {
-	(void)node.eval(withdraw_script, {keys.writers}, {holder}, timeout);
+	(void)node.eval(withdraw_script, {keys.writers, keys.queue, keys.beats}, {holder}, timeout);
 }
 
 } // namespace pglease::detail::redis
