@@ -18,14 +18,13 @@ const Script withdraw_script{std::string{lua::withdraw}};
 
 Result<Reply>
 ask_lock(Node &node, const Keys &keys, std::string_view holder, std::string_view ttl,
-         std::chrono::milliseconds mark, bool marked, std::chrono::milliseconds beat,
-         std::chrono::milliseconds timeout) noexcept
+         std::chrono::milliseconds mark, bool marked, std::chrono::milliseconds timeout) noexcept
 {
 	try {
-		return node.eval(acquire_script, {keys.lock, keys.counter, keys.writers, keys.queue, keys.beats},
-		                 {holder, ttl, std::to_string(mark.count()), marked ? "1" : "0",
-		                  std::to_string(beat.count())},
-		                 timeout);
+		// a waiting writer (mark > 0) is queued for lib/queue.lua's
+		// queue_beat; the script names the queue's keys itself
+		return node.eval(acquire_script, {keys.lock, keys.counter, keys.writers},
+		                 {holder, ttl, std::to_string(mark.count()), marked ? "1" : "0"}, timeout);
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
 	}

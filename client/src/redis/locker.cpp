@@ -225,12 +225,12 @@ private:
 			auto [seen, covered] = woken ? woken->mark() : std::pair<std::uint64_t, bool>{0, false};
 			auto sent = Clock::now();
 			auto answer = redis::integer_of(
-			    ask(keys, options, holder, value, provisional_ttl, mark, marked, beat, budget), *node_, keys);
+			    ask(keys, options, holder, value, provisional_ttl, mark, marked, budget), *node_, keys);
 			if (!answer)
 				return refused(resource, options, value != nullptr, answer.error());
 			if (*answer > 0)
-				return confirm(std::move(keys), value != nullptr, *answer, holder, options.ttl, provisional,
-				               sent);
+				return confirm(resource, std::move(keys), value != nullptr, *answer, holder, options.ttl,
+				               provisional, sent, call_deadline);
 			marked = marked || mark > milliseconds{0} || beat > milliseconds{0};
 			auto now = Clock::now();
 			if (now >= give_up) {
@@ -274,7 +274,7 @@ private:
 	// reader's or a permit's
 	Result<Reply> ask(const Keys &keys, const LeaseOptions &options, const std::string &holder,
 	                  const std::string *value, const std::string &ttl, milliseconds mark, bool marked,
-	                  milliseconds beat, milliseconds budget)
+	                  milliseconds budget)
 	{
 		if (value)
 			return redis::ask_campaign(*node_, keys, holder, ttl, *value, budget);
@@ -282,22 +282,59 @@ private:
 			return redis::ask_shared(*node_, keys, holder, ttl, options.limit, budget);
 		if (options.limit > 0)
 			return redis::ask_permit(*node_, keys, holder, ttl, options.limit, budget);
-		return redis::ask_lock(*node_, keys, holder, ttl, mark, marked, beat, budget);
+		return redis::ask_lock(*node_, keys, holder, ttl, mark, marked, budget);
 	}
 
 	// confirm -- the grant, of min(ttl, grace) when the TTL is longer: the
 	// engine extends it to ttl by its first renewal (Granted::provisional);
-	// its local deadline counts from the request that set the expiry
-	Granted confirm(Keys keys, bool election, std::int64_t token, const std::string &holder,
-	                milliseconds ttl, milliseconds provisional, Clock::time_point sent)
+	// a TTL over a day is extended here (see longest_deferred).  Its local
+	// deadline counts from the request that set the expiry
+	Result<Granted> confirm(std::string_view resource, Keys keys, bool election, std::int64_t token,
+	                        const std::string &holder, milliseconds ttl, milliseconds provisional,
+	                        Clock::time_point sent, Clock::time_point call_deadline)
 	{
+		std::string value = std::to_string(token) + ":" + holder;
 		Granted g;
 		g.token = token;
 		g.deadline = deadline_after(sent, provisional - margin_of(provisional));
 		g.provisional = ttl > provisional;
-		g.grant = redis::make_grant(node_, std::move(keys), election, std::to_string(token) + ":" + holder,
-		                            grace_, g.deadline);
+		if (g.provisional && ttl > longest_deferred) {
+			auto extended = extend_now(resource, keys, election, value, ttl, provisional, call_deadline);
+			if (!extended)
+				return extended.error();
+			g.deadline = *extended, g.provisional = false;
+		}
+		g.grant = redis::make_grant(node_, std::move(keys), election, std::move(value), grace_, g.deadline);
 		return g;
+	}
+
+	// The longest TTL whose extension is left to the lease's first renewal:
+	// a longer one (a lease meant to outlive its process, say) is extended
+	// before acquire returns, so that its deadline is its TTL at once.
+	static constexpr milliseconds longest_deferred{std::chrono::hours{24}};
+
+	// extend_now -- the grant of min(ttl, grace) extended to ttl within the
+	// call's deadline, else released (best effort); the new local deadline
+	Result<Clock::time_point> extend_now(std::string_view resource, const Keys &keys, bool election,
+	                                     const std::string &value, milliseconds ttl, milliseconds provisional,
+	                                     Clock::time_point call_deadline)
+	{
+		auto extended_at = Clock::now();
+		auto budget = left_of(call_deadline, grace_);
+		Result<bool> extended = Error{Errc::unavailable, "", "no time left within wait + statement_grace"};
+		if (budget > milliseconds{0})
+			extended = redis::renew_grant(*node_, keys, election, value, ttl, budget);
+		if (extended && *extended)
+			return deadline_after(extended_at, ttl - margin_of(ttl));
+		std::string why = extended ? std::string{"it expired first (the server answered too late)"}
+		                           : extended.error().message;
+		if (auto left = left_of(call_deadline, grace_); left > milliseconds{0})
+			(void)redis::release_grant(*node_, keys, election, value, left);
+		return Error{Errc::unavailable, "",
+		             "lease \"" + std::string{resource} + "\": token " + value.substr(0, value.find(':')) +
+		                 " was granted for " + format_duration(provisional) +
+		                 " but could not be extended to its ttl " + format_duration(ttl) + ": " + why +
+		                 " (the provisional grant expires by itself)"};
 	}
 
 	static Error not_granted(std::string_view resource, const LeaseOptions &options)

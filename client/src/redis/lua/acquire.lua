@@ -1,8 +1,10 @@
 -- acquire.lua -- an exclusive lock (redis/lock.cpp): lib/acquire.lua's
 -- acquire with the writer's mark, and the waiters' queue (lib/queue.lua).
--- KEYS: lock, counter, writers, queue order, queue beats.  ARGV: holder,
--- ttl (ms), writer mark (ms; '0': not waiting), '1' when this request has
--- marked itself before, beat (ms; '0': not queued, a try).
+-- KEYS: lock, counter, writers.  ARGV: holder, ttl (ms), writer mark (ms;
+-- '0': not waiting, nor queued), '1' when this request has marked itself
+-- before.  The queue's keys are named after the lock's (queue_keys), not
+-- passed: a client not yet authenticated may send at most 10 arguments,
+-- and its EVALSHA must reach the server's NOAUTH.
 -- > 0: the token granted (or the holder's own, its expiry set to ttl);
 -- <= 0: held by another holder, or free but another waiter's turn,
 -- -(ms until it may be free).  A waiting request takes its place in the
@@ -14,11 +16,13 @@
 --#include acquire
 --#include queue
 local w = {key = KEYS[3], mark = tonumber(ARGV[3]), marked = ARGV[4] == '1'}
-local beat = tonumber(ARGV[5] or '0')
+local beat = 0
+if w.mark > 0 then beat = queue_beat end
+local order, beats = queue_keys(KEYS[1])
 local now, head, head_beat
-if KEYS[4] and (beat > 0 or queued(KEYS[4])) then
+if beat > 0 or queued(order) then
 	now = q_now()
-	if now then head, head_beat = queue_head(KEYS[4], KEYS[5], now) end
+	if now then head, head_beat = queue_head(order, beats, now) end
 end
 local answer
 if head and head ~= ARGV[1] and redis.call('PTTL', KEYS[1]) == -2 then
@@ -30,9 +34,9 @@ else
 end
 if now and type(answer) == 'number' then
 	if answer > 0 then
-		dequeue(KEYS[4], KEYS[5], ARGV[1])
+		dequeue(order, beats, ARGV[1])
 	elseif beat > 0 then
-		enqueue(KEYS[4], KEYS[5], ARGV[1], now, beat)
+		enqueue(order, beats, ARGV[1], now, beat)
 	end
 end
 return answer

@@ -10,8 +10,14 @@
 -- release.lua names that head in its PUBLISH so that it alone wakes.  Every
 -- command goes through pcall: a user whose ACL lacks them (a lock-only user)
 -- waits unqueued, as before the queue.  Both keys' PTTL cover their longest
--- beat, so an idle queue ends by itself.  The keys are optional: a script
--- given no order key (nil) has no queue.
+-- beat, so an idle queue ends by itself.  A script given no order key
+-- (nil) has no queue.  queue_beat: a waiter's beat (redis::queue_beat).
+
+local queue_beat = 1500
+-- queue_keys: the order and beats keys of the lock named lock
+local function queue_keys(lock)
+	return lock .. '\0queue', lock .. '\0beats'
+end
 
 local function q_call(...)
 	local r = redis.pcall(...)
