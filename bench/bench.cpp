@@ -323,6 +323,9 @@ systems(const Config &c)
 	                   c.pg_plain + db + "bench"));
 	v.push_back(
 	    locker("redis", "Redis", "`redis://`: SET NX PX + Lua; no persistence", "redis://" + c.redis));
+	v.push_back(locker("redis_2s", "Redis, TTL 2 s", "`redis://` as above, each grant of a 2 s TTL",
+	                   "redis://" + c.redis));
+	v.back().ttl_ms = 2000;
 	v.push_back(locker("redis_aof", "Redis appendfsync always",
 	                   "`redis://` on a server with `--appendonly yes --appendfsync always`",
 	                   "redis://" + c.redis_aof));
@@ -336,7 +339,8 @@ systems(const Config &c)
 	v[0].scale_url = c.pg_preload + db + "%s", v[0].scale_dbs = {"scale_1k", "scale_1m"};
 	v[1].scale_url = c.pg_plain + db + "%s", v[1].scale_dbs = v[0].scale_dbs;
 	v[2].scale_url = "redis://" + c.redis + "/%s", v[2].scale_dbs = {"1", "2"};
-	v[4].tokens = false;
+	v[3].hot = false; // the hot resource's grants are short: the TTL makes no difference there
+	v[5].tokens = false;
 	auto baseline = [&](std::string key, std::string name, std::string what, Kind kind, std::string url) {
 		System s = locker(std::move(key), std::move(name), std::move(what), std::move(url));
 		s.kind = kind, s.hot = kind == Kind::advisory || kind == Kind::handmade,
@@ -359,6 +363,17 @@ systems(const Config &c)
 	v.push_back(baseline("etcd_raw", "etcd raw client",
 	                     "curl to the JSON gateway: one session lease, txn put-if-absent, delete",
 	                     Kind::etcd_raw, c.etcd));
+	v.push_back(baseline("redis_raw", "Redis raw client",
+	                     "hiredis: `SET key value NX PX 30000`, release by `DEL` (no token, no compare)",
+	                     Kind::redis_raw, c.redis));
+	v.push_back(baseline("redis_raw_fenced", "Redis raw, fenced",
+	                     "hiredis: `INCR` of a counter and `SET NX PX 30000` in one pipeline, `DEL`",
+	                     Kind::redis_raw_fenced, c.redis));
+	v.back().tokens = true;
+	v.push_back(baseline("redis_spin", "Redis raw spin",
+	                     "hiredis: `SET NX PX` repeated at once until granted, `DEL` (the naive spin loop)",
+	                     Kind::redis_spin, c.redis));
+	v.back().hot = true;
 	v.push_back(baseline("zookeeper_raw", "ZooKeeper raw client",
 	                     "ZooKeeper C client: create and delete an ephemeral-sequential node",
 	                     Kind::zookeeper_raw, c.zookeeper));

@@ -151,6 +151,12 @@ targets(const Report &r)
 		v.push_back(ratio_target(r,
 		                         "uncontended pairs/s" + at + ": ZooKeeper provider / ZooKeeper raw client",
 		                         "uncontended", c, "rate", "zookeeper", "zookeeper_raw", 0));
+		for (const char *redis : {"redis", "redis_2s"})
+			v.push_back(ratio_target(r, "uncontended pairs/s" + at + ": " + name_of(r, redis) +
+			                                " ≥ 0.9× Redis raw, fenced (INCR + SET NX PX, DEL)",
+			                         "uncontended", c, "rate", redis, "redis_raw_fenced", 0.9));
+		v.push_back(ratio_target(r, "uncontended pairs/s" + at + ": Redis provider / Redis raw client (SET NX PX, DEL)",
+		                         "uncontended", c, "rate", "redis", "redis_raw", 0));
 		v.push_back(ratio_target(r, "uncontended pairs/s" + at + ": pg_lease preloaded / etcd raw client",
 		                         "uncontended", c, "rate", "pg_preload", "etcd_raw", 0));
 		v.push_back(ratio_target(r,
@@ -187,6 +193,14 @@ targets(const Report &r)
 			fair.measured = fmt(f->med), fair.ratio = f->med, fair.met = f->med <= bound;
 		v.push_back(fair);
 	}
+	Target handoffs{"hot resource: Redis hand-offs/s ≥ 500", "n/a", NAN, "≥ 500 (/s)"};
+	if (auto h = agg(r, "hot", "8", "redis", "rate"))
+		handoffs.measured = fmt(h->med) + " /s", handoffs.ratio = h->med / 500, handoffs.met = h->med >= 500;
+	v.push_back(handoffs);
+	Target redis_fair{"hot resource: fairness (max/min grants per client) Redis ≤ 2", "n/a", NAN, "≤ 2"};
+	if (auto f = agg(r, "hot", "8", "redis", "fairness"))
+		redis_fair.measured = fmt(f->med), redis_fair.ratio = f->med, redis_fair.met = f->med <= 2;
+	v.push_back(redis_fair);
 	Target sc{"scale: pg_lease preloaded acquire p50 at 1M ≤ 1.5× at 1k", "n/a", NAN, "≤ 1.5"};
 	auto s1 = agg(r, "scale", "1k", "pg_preload", "acq_p50"),
 	     s2 = agg(r, "scale", "1M", "pg_preload", "acq_p50");

@@ -15,6 +15,9 @@
 #include <zookeeper/zookeeper.h>
 
 #include <pglease/pglease.hpp>
+#ifdef PGLEASE_BENCH_HIREDIS
+#include <hiredis/hiredis.h>
+#endif
 
 namespace bench {
 namespace {
@@ -27,12 +30,14 @@ constexpr auto wait_limit = 2000ms;
 
 class LockerSession : public Session {
 public:
-	explicit LockerSession(std::unique_ptr<pglease::Locker> locker) : locker_(std::move(locker)) {}
+	LockerSession(std::unique_ptr<pglease::Locker> locker, int ttl_ms) : locker_(std::move(locker)), ttl_(ttl_ms)
+	{
+	}
 
 	bool acquire(const std::string &resource, bool wait, std::int64_t &token) override
 	{
 		pglease::LeaseOptions o;
-		o.ttl = 30s;
+		o.ttl = ttl_;
 		o.auto_renew = false;
 		o.allow_nested_try = true; // the renewal scenario holds many leases per thread
 		o.wait = wait ? wait_limit : 0ms;
@@ -70,6 +75,7 @@ private:
 		return static_cast<bool>(r);
 	}
 	std::unique_ptr<pglease::Locker> locker_;
+	std::chrono::milliseconds ttl_;
 	std::unordered_map<std::string, pglease::Lease> held_;
 	std::string error_;
 };
@@ -300,6 +306,104 @@ private:
 	std::string node_, error_;
 };
 
+#ifdef PGLEASE_BENCH_HIREDIS
+// ---- Redis by hand (hiredis): what a user writes without the library ----------------------------
+// redis_raw: SET key value NX PX ttl, then DEL (no token, no compare at the
+// release); redis_raw_fenced: INCR of a counter and the SET in one pipeline
+// (one round trip), then DEL; redis_spin: redis_raw whose waiting acquire
+// repeats the SET at once until it is granted (the naive spin loop).
+
+class RedisRawSession : public Session {
+public:
+	RedisRawSession(Kind kind, const std::string &hostport, int client, int ttl_ms)
+	    : kind_(kind), value_("c" + std::to_string(client)), ttl_(std::to_string(ttl_ms))
+	{
+		auto colon = hostport.rfind(':');
+		timeval tv{5, 0};
+		c_ = redisConnectWithTimeout(hostport.substr(0, colon).c_str(), std::stoi(hostport.substr(colon + 1)), tv);
+		if (c_ && !c_->err)
+			redisSetTimeout(c_, tv);
+	}
+	~RedisRawSession() override
+	{
+		if (c_)
+			redisFree(c_);
+	}
+	bool ok() const { return c_ && !c_->err; }
+
+	bool acquire(const std::string &resource, bool wait, std::int64_t &token) override
+	{
+		const std::string key = "raw:" + resource;
+		auto deadline = std::chrono::steady_clock::now() + wait_limit;
+		for (;;) {
+			if (kind_ == Kind::redis_raw_fenced ? set_fenced(key, token) : set(key, token))
+				return true;
+			if (!wait || !ok() || std::chrono::steady_clock::now() >= deadline)
+				return false;
+		}
+	}
+	bool release(const std::string &resource, std::int64_t) override
+	{
+		const std::string key = "raw:" + resource;
+		const char *argv[] = {"DEL", key.c_str()};
+		size_t lens[] = {3, key.size()};
+		auto *r = static_cast<redisReply *>(redisCommandArgv(c_, 2, argv, lens));
+		bool done = r && r->type == REDIS_REPLY_INTEGER;
+		note(r);
+		return done;
+	}
+	bool renew(const std::string &, std::int64_t) override { return false; }
+	[[nodiscard]] std::string error() const override { return error_; }
+
+private:
+	bool set(const std::string &key, std::int64_t &token)
+	{
+		const char *argv[] = {"SET", key.c_str(), value_.c_str(), "NX", "PX", ttl_.c_str()};
+		size_t lens[] = {3, key.size(), value_.size(), 2, 2, ttl_.size()};
+		auto *r = static_cast<redisReply *>(redisCommandArgv(c_, 6, argv, lens));
+		bool got = r && r->type == REDIS_REPLY_STATUS;
+		note(r);
+		token = 0;
+		return got;
+	}
+	bool set_fenced(const std::string &key, std::int64_t &token)
+	{
+		const std::string counter = "rawtoken:" + key;
+		const char *incr[] = {"INCR", counter.c_str()};
+		size_t incr_lens[] = {4, counter.size()};
+		const char *argv[] = {"SET", key.c_str(), value_.c_str(), "NX", "PX", ttl_.c_str()};
+		size_t lens[] = {3, key.size(), value_.size(), 2, 2, ttl_.size()};
+		redisAppendCommandArgv(c_, 2, incr, incr_lens);
+		redisAppendCommandArgv(c_, 6, argv, lens);
+		void *a = nullptr, *b = nullptr;
+		if (redisGetReply(c_, &a) != REDIS_OK || redisGetReply(c_, &b) != REDIS_OK) {
+			error_ = c_->errstr;
+			if (a)
+				freeReplyObject(a);
+			return false;
+		}
+		auto *n = static_cast<redisReply *>(a), *r = static_cast<redisReply *>(b);
+		bool got = n->type == REDIS_REPLY_INTEGER && r->type == REDIS_REPLY_STATUS;
+		token = got ? n->integer : 0;
+		freeReplyObject(n);
+		note(r);
+		return got;
+	}
+	void note(redisReply *r)
+	{
+		if (!r)
+			error_ = c_->errstr;
+		else if (r->type == REDIS_REPLY_ERROR)
+			error_ = r->str;
+		if (r)
+			freeReplyObject(r);
+	}
+	Kind kind_;
+	std::string value_, ttl_, error_;
+	redisContext *c_ = nullptr;
+};
+#endif
+
 } // namespace
 
 std::unique_ptr<Session>
@@ -313,7 +417,7 @@ open_session(const System &sys, const std::string &url, int client, std::string 
 			error = r.error().message;
 			return nullptr;
 		}
-		return std::make_unique<LockerSession>(std::move(*r));
+		return std::make_unique<LockerSession>(std::move(*r), sys.ttl_ms);
 	}
 	case Kind::advisory:
 	case Kind::handmade:
@@ -332,6 +436,21 @@ open_session(const System &sys, const std::string &url, int client, std::string 
 			return nullptr;
 		}
 		return s;
+	}
+	case Kind::redis_raw:
+	case Kind::redis_raw_fenced:
+	case Kind::redis_spin: {
+#ifdef PGLEASE_BENCH_HIREDIS
+		auto s = std::make_unique<RedisRawSession>(sys.kind, url, client, sys.ttl_ms);
+		if (!s->ok()) {
+			error = "redis " + url + ": not connected";
+			return nullptr;
+		}
+		return s;
+#else
+		error = "built without hiredis";
+		return nullptr;
+#endif
 	}
 	case Kind::zookeeper_raw: {
 		auto s = std::make_unique<ZkRawSession>(url);

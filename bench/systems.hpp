@@ -25,7 +25,7 @@ public:
 	[[nodiscard]] virtual std::string error() const = 0;
 };
 
-enum class Kind { locker, advisory, handmade, floor, etcd_raw, zookeeper_raw };
+enum class Kind { locker, advisory, handmade, floor, etcd_raw, zookeeper_raw, redis_raw, redis_raw_fenced, redis_spin };
 
 struct System {
 	std::string key;  ///< short name in the JSON
@@ -38,6 +38,7 @@ struct System {
 	bool hot = true;                    ///< has a waiting acquire (hot resource scenario)
 	bool renews = true;                 ///< renews a grant by its token
 	bool tokens = true;                 ///< grants carry fencing tokens (checked for regressions)
+	int ttl_ms = 30000;                 ///< the TTL each grant asks for
 };
 
 /// Open a session of `sys` for client number `client`, on `url` (sys.url,

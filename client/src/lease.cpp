@@ -110,6 +110,13 @@ std::int64_t
 Lease::detach() noexcept
 {
 	std::int64_t token = this->token();
+	bool provisional = false;
+	if (state_) {
+		std::lock_guard<std::mutex> lk(state_->mu);
+		provisional = state_->provisional;
+	}
+	if (provisional && engine_) // held for less than its TTL: extended first (Granted::provisional)
+		(void)engine_->renew_now(*state_);
 	if (state_) {
 		std::lock_guard<std::mutex> lk(state_->mu);
 		state_->released = true; // stops renewal; nothing is sent

@@ -422,6 +422,7 @@ TEST_F(RedisAuth, another_acl_user_can_neither_take_over_renew_release_nor_delet
 	const std::string r = "auth/payroll";
 	auto lease = holder_locker->acquire(r, opts(10s));
 	ASSERT_TRUE(lease) << lease.error();
+	ASSERT_TRUE(lease->renew()); // granted for the grace first: now for its TTL
 	const auto token = lease->token();
 
 	auto t0 = Clock::now();

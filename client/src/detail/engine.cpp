@@ -23,10 +23,17 @@ namespace detail {
 void
 LeaseEngine::track(const std::shared_ptr<LeaseState> &state)
 {
+	Clock::time_point due;
+	{
+		std::lock_guard<std::mutex> slk(state->mu);
+		due = state->next_renew;
+	}
 	std::lock_guard<std::mutex> lk(mu_);
 	leases_.push_back(state);
 	if (!renewer_.joinable() && !stopping_)
 		renewer_ = std::thread([this] { renew_loop(); });
+	else if (due >= sleeps_until_)
+		return; // the loop wakes before it is due: no wake-up per acquire
 	cv_.notify_all();
 }
 
@@ -37,8 +44,11 @@ void
 LeaseEngine::stop() noexcept
 {
 	std::vector<Worker> workers;
+	std::vector<std::weak_ptr<LeaseState>> leases;
 	{
 		std::lock_guard<std::mutex> lk(mu_);
+		if (!stopping_)
+			leases = leases_;
 		stopping_ = true;
 		workers.swap(workers_);
 	}
@@ -50,6 +60,26 @@ LeaseEngine::stop() noexcept
 			w.thread.detach(); // a renewal's callback ended the locker: its thread ends next
 		else if (w.thread.joinable())
 			w.thread.join();
+	}
+	confirm_provisional(leases);
+}
+
+// confirm_provisional -- the extension to the TTL of the provisional grants
+// left (Granted::provisional) when the engine stops: leases that outlive
+// their locker stay valid until their TTL's deadline, unrenewed
+void
+LeaseEngine::confirm_provisional(const std::vector<std::weak_ptr<LeaseState>> &leases) noexcept
+{
+	for (const auto &w : leases) {
+		auto st = w.lock();
+		if (!st)
+			continue;
+		{
+			std::lock_guard<std::mutex> lk(st->mu);
+			if (!st->provisional || st->lost || st->released)
+				continue;
+		}
+		(void)renew_now(*st);
 	}
 }
 
@@ -182,7 +212,8 @@ LeaseEngine::renew_now(LeaseState &st) noexcept
 			std::lock_guard<std::mutex> lk(st.mu);
 			if (!st.lost && !st.released && Clock::now() < st.deadline) {
 				st.deadline = deadline_after(sent, st.ttl - st.drift);
-				st.next_renew = deadline_after(sent, st.heartbeat);
+				st.next_renew = st.auto_renew ? deadline_after(sent, st.heartbeat) : Clock::time_point::max();
+				st.provisional = false;
 				st.last_failure = Error{};
 				return {};
 			}
@@ -298,7 +329,7 @@ LeaseEngine::renew_loop() noexcept
 			bool keep = false;
 			if (st) {
 				std::lock_guard<std::mutex> slk(st->mu);
-				keep = !st->lost && !st->released;
+				keep = !st->lost && !st->released && (st->auto_renew || st->provisional);
 				if (keep && st->deadline <= now)
 					expired.push_back(st);
 				else if (keep && !st->renewing && st->next_renew <= now) {
@@ -321,7 +352,9 @@ LeaseEngine::renew_loop() noexcept
 			lk.lock();
 			continue;
 		}
+		sleeps_until_ = wake;
 		cv_.wait_until(lk, wake);
+		sleeps_until_ = Clock::time_point::min();
 	}
 }
 

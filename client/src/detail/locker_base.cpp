@@ -355,8 +355,11 @@ LockerBase::lease_from(std::string_view resource, const LeaseOptions &options, c
 		Result<Granted> granted = take(*holder, heartbeat);
 		if (!granted)
 			return granted.error();
-		if (auto ok = confirm_after_wait(resource, options.ttl, drift(options.ttl), heartbeat, *granted); !ok)
-			return ok.error();
+		// a provisional grant's deadline counts from its own request already
+		if (!granted->provisional)
+			if (auto ok = confirm_after_wait(resource, options.ttl, drift(options.ttl), heartbeat, *granted);
+			    !ok)
+				return ok.error();
 
 		auto state = std::make_shared<LeaseState>();
 		state->resource = std::string{resource};
@@ -366,10 +369,15 @@ LockerBase::lease_from(std::string_view resource, const LeaseOptions &options, c
 		state->heartbeat = heartbeat;
 		state->drift = drift(options.ttl);
 		state->deadline = granted->deadline;
-		state->next_renew = std::min(deadline_after(Clock::now(), heartbeat), granted->deadline);
+		auto now = Clock::now();
+		state->next_renew = std::min(deadline_after(now, heartbeat), granted->deadline);
+		state->provisional = granted->provisional;
+		state->auto_renew = options.auto_renew;
+		if (granted->provisional) // extended to the TTL at half the time left
+			state->next_renew = std::min(state->next_renew, now + (granted->deadline - now) / 2);
 		state->value = value;
 		state->grant = std::move(granted->grant);
-		if (options.auto_renew)
+		if (options.auto_renew || granted->provisional)
 			engine_->track(state);
 		t_held.push_back(state);
 		return LeaseAccess::make(engine_, state);

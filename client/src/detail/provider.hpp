@@ -76,11 +76,17 @@ public:
 
 /// What grant() returns: the token (0 when the provider has none), the grant,
 /// and the local deadline: the send time of the request that won, plus the
-/// TTL, minus the provider's clock-drift allowance (Redlock).
+/// TTL, minus the provider's clock-drift allowance (Redlock).  provisional:
+/// the server holds the grant for less than the TTL (Redis: min(ttl, grace),
+/// so that a grant nobody received ends soon), deadline counting that; one
+/// renewal extends it to the TTL, which the engine sends at half the time
+/// left -- with auto_renew or not, and at the latest when the lease is
+/// detached or its locker ends -- so a short lease never pays for it.
 struct Granted {
 	std::int64_t token = 0;
 	std::unique_ptr<Grant> grant;
 	Clock::time_point deadline;
+	bool provisional = false;
 };
 
 /// The state of one Lease, shared by the guard and the renewal thread.
@@ -100,6 +106,8 @@ struct LeaseState {
 	bool lost = false;
 	bool released = false;
 	bool renewing = false; // the renewal thread's call is in flight
+	bool provisional = false; // held for less than the TTL until a renewal (Granted::provisional)
+	bool auto_renew = true;   // renewed every heartbeat; without it, tracked only while provisional
 	Error last_failure;    // the last renewal's error, for the loss at the deadline
 	std::string value;     // an election's published value
 	std::function<void(const Error &)> on_lost;
@@ -138,6 +146,7 @@ private:
 	};
 
 	void renew_loop() noexcept;
+	void confirm_provisional(const std::vector<std::weak_ptr<LeaseState>> &leases) noexcept;
 	void start_renewal(const std::shared_ptr<LeaseState> &st) noexcept;
 	void reap_workers() noexcept;
 	static void lose_if_expired(LeaseState &st) noexcept;
@@ -147,6 +156,7 @@ private:
 	std::vector<std::weak_ptr<LeaseState>> leases_;
 	bool stopping_ = false;
 	std::thread renewer_;
+	Clock::time_point sleeps_until_ = Clock::time_point::min(); // the loop's next wake, while it sleeps
 	std::vector<Worker> workers_; // renewals' threads not joined yet (under mu_)
 };
 

@@ -464,11 +464,42 @@ Subscriber::wait(milliseconds timeout) noexcept
 			if (!*reply)
 				return std::optional<Message>{};
 			Reply &r = **reply;
-			// ["message", channel, payload]; anything else (a PONG, say) is skipped
+			// ["message", channel, payload], ["subscribe", channel, count] (of
+			// a SUBSCRIBE sent later); anything else (a PONG, say) is skipped
 			if (r.is_array() && r.elements.size() == 3 && r.elements[0].text == "message")
 				return std::optional<Message>(
 				    Message{std::move(r.elements[1].text), std::move(r.elements[2].text)});
+			if (r.is_array() && r.elements.size() == 3 && r.elements[0].text == "subscribe")
+				return std::optional<Message>(Message{std::move(r.elements[1].text), "", true});
 		}
+	} catch (const std::bad_alloc &) {
+		return out_of_memory();
+	}
+}
+
+Result<void>
+Subscriber::send(const std::vector<std::string_view> &argv) noexcept
+{
+	Connection &c = connection_;
+	const std::string what = argv.empty() ? std::string("command") : std::string(argv[0]);
+	if (!c.usable())
+		return c.broken(what, Error{Errc::unavailable, "", "subscriber unusable (open a new one)"});
+	try {
+		std::vector<const char *> ptrs;
+		std::vector<size_t> lens;
+		for (auto a : argv) {
+			ptrs.push_back(a.data());
+			lens.push_back(a.size());
+		}
+		char *formatted = nullptr;
+		int len = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+		if (len < 0)
+			return out_of_memory();
+		std::unique_ptr<char, void (*)(char *)> cmd(formatted, redisFreeCommand);
+		const Deadline deadline = deadline_after(Clock::now(), c.timeouts_.command);
+		if (auto sent = c.stream_->write_all({formatted, static_cast<std::size_t>(len)}, deadline); !sent)
+			return c.broken(what, sent.error());
+		return {};
 	} catch (const std::bad_alloc &) {
 		return out_of_memory();
 	}

@@ -143,10 +143,12 @@ private:
 	bool answered_ = false; ///< a reply came on this stream (else an EOF hints at a TLS port)
 };
 
-/// A message published on a subscribed channel.
+/// A message published on a subscribed channel; or, when subscribed is
+/// true, the server's confirmation of a SUBSCRIBE sent later (send()).
 struct Message {
 	std::string channel;
 	std::string payload;
+	bool subscribed = false;
 };
 
 /// A second connection, SUBSCRIBEd to one channel, to be woken when a holder
@@ -163,6 +165,11 @@ public:
 	/// error: the subscription stays usable).  An I/O error or EOF is
 	/// Errc::unavailable, and the subscriber must then be opened again.
 	[[nodiscard]] Result<std::optional<Message>> wait(std::chrono::milliseconds timeout) noexcept;
+
+	/// Send SUBSCRIBE or UNSUBSCRIBE for more channels, without waiting: the
+	/// confirmations come through wait() (a Message with subscribed set for
+	/// each SUBSCRIBE).  An I/O error leaves the subscriber unusable.
+	[[nodiscard]] Result<void> send(const std::vector<std::string_view> &argv) noexcept;
 
 	[[nodiscard]] bool usable() const noexcept { return connection_.usable(); }
 	[[nodiscard]] const std::string &channel() const noexcept { return channel_; }

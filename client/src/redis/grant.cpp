@@ -66,7 +66,9 @@ compare_and(Node &node, const Script &script, const Keys &keys, std::string_view
             std::string_view last_arg, milliseconds timeout) noexcept
 {
 	try {
-		return acted(node.eval(script, {keys.lock}, {match, mode, last_arg}, timeout), node, keys);
+		// release.lua names the queue's head in its message (renew.lua has no use for the keys)
+		return acted(node.eval(script, {keys.lock, keys.queue, keys.beats}, {match, mode, last_arg}, timeout),
+		             node, keys);
 	} catch (...) {
 		return Error{Errc::internal, "", "out of memory"};
 	}

@@ -12,6 +12,8 @@ namespace pglease::detail::redis {
 struct Keys {
 	std::string lock;     ///< pglease:lock:<r>: the grant, "<token>:<holder>", PX ttl; or shared grants, a sorted set
 	std::string writers;  ///< pglease:lock:<r> NUL "writers": waiting writers' marks, a sorted set
+	std::string queue;    ///< pglease:lock:<r> NUL "queue": waiting writers by arrival, a sorted set
+	std::string beats;    ///< pglease:lock:<r> NUL "beats": the same by their beat's end, a sorted set
 	std::string counter;  ///< pglease:token:<r>: the token (term) counter, no TTL
 	std::string epoch;    ///< pglease:token:<r> NUL "epoch": an election's epoch, the counter's life, no TTL
 	std::string released; ///< pglease:released:<r>: channel, a release wakes waiting candidates
@@ -25,9 +27,11 @@ keys_of(std::string_view resource)
 	std::string r{resource};
 	// the writers' key: the lock's name, a NUL byte, "writers" -- no
 	// resource's lock (names hold no NUL), and within the lock's ACL
-	// pattern; the epoch's likewise beside the counter
+	// pattern; the queue's two likewise, the epoch's beside the counter
 	return Keys{"pglease:lock:" + r,
 	            "pglease:lock:" + r + std::string{"\0writers", 8},
+	            "pglease:lock:" + r + std::string{"\0queue", 6},
+	            "pglease:lock:" + r + std::string{"\0beats", 6},
 	            "pglease:token:" + r,
 	            "pglease:token:" + r + std::string{"\0epoch", 6},
 	            "pglease:released:" + r,

@@ -21,6 +21,8 @@ ask_lock(Node &node, const Keys &keys, std::string_view holder, std::string_view
          std::chrono::milliseconds mark, bool marked, std::chrono::milliseconds timeout) noexcept
 {
 	try {
+		// a waiting writer (mark > 0) is queued for lib/queue.lua's
+		// queue_beat; the script names the queue's keys itself
 		return node.eval(acquire_script, {keys.lock, keys.counter, keys.writers},
 		                 {holder, ttl, std::to_string(mark.count()), marked ? "1" : "0"}, timeout);
 	} catch (...) {
@@ -32,7 +34,7 @@ void
 withdraw_mark(Node &node, const Keys &keys, std::string_view holder,
               std::chrono::milliseconds timeout) noexcept
 {
-	(void)node.eval(withdraw_script, {keys.writers}, {holder}, timeout);
+	(void)node.eval(withdraw_script, {keys.writers, keys.queue, keys.beats}, {holder}, timeout);
 }
 
 } // namespace pglease::detail::redis

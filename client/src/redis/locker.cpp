@@ -30,6 +30,8 @@
 //                                the shared grants or permits, a sorted set
 //   pglease:lock:<resource>\0writers  the waiting writers' marks, a sorted
 //                                set (\0: a NUL byte, in no resource's name)
+//   pglease:lock:<resource>\0queue, \0beats  the waiting writers in order,
+//                                and their beats' ends (sorted sets)
 //   pglease:token:<resource>     the token counter (a plain integer, no TTL)
 //   pglease:released:<resource>  the pub/sub channel a release publishes on
 // and for an election (redis/election.cpp, docs/election.md):
@@ -47,10 +49,11 @@
 // permits add TIME, ZADD, ZRANGE, ZRANGEBYSCORE, ZREMRANGEBYSCORE, ZSCORE
 // and ZREM (the lock scripts call them only on a resource that has shared
 // grants, and a waiting writer's mark through pcall, so a lock-only user
-// keeps working: its writers wait unmarked).  Elections add the
-// key pglease:value:*, the channel pglease:election:* and the command TIME
-// (the term's since; tests/client/redis_election_test.cpp).  A refused
-// AUTH, a key or a command outside the user's ACL is Errc::permission, and
+// keeps working: its writers wait unmarked).  The waiters' queue calls
+// those and EXISTS, each through pcall: a lock-only user waits unqueued.
+// Elections add the key pglease:value:*, the channel pglease:election:*
+// and the command TIME (the term's since;
+// tests/client/redis_election_test.cpp).  A refused AUTH, a key or a command outside the user's ACL is Errc::permission, and
 // it changes nothing on the server.
 //
 // Token-level calls: renew and release by (resource, token) compare the
@@ -79,9 +82,12 @@
 //
 // Re-acquire: a holder asking for a key it holds already gets its token back
 // with a new expiry (as the PostgreSQL provider does), so an acquire retried
-// after a lost reply does not wait for itself.  Waiting: retries with
-// jittered backoff, woken early by the release's PUBLISH; not FIFO (a
-// campaign waits the same way).
+// after a lost reply does not wait for itself.  Waiting: a writer takes a
+// place in the lock's queue (lib/queue.lua: a free lock goes to the live
+// head alone) and retries with jittered backoff, woken early by the
+// release's PUBLISH when it names this waiter or no one, through the
+// locker's one subscriber connection (redis/waker.hpp); readers, permits
+// and campaigns retry and wake the same way, unqueued.
 #include <algorithm>
 #include <optional>
 #include <thread>
@@ -94,6 +100,7 @@
 #include "redis/keys.hpp"
 #include "redis/node.hpp"
 #include "redis/recipes.hpp"
+#include "redis/waker.hpp"
 
 namespace pglease::detail {
 
@@ -111,11 +118,14 @@ using redis::Reply;
 // Time bounds (ClientOptions::statement_grace, "grace"): acquire returns
 // within wait + grace, every other call within grace (one deadline per call
 // across reconnects and retries).  A lost reply: the acquire script grants
-// for min(ttl, grace) only, and the client extends that to ttl once it has
-// the reply; so an acquire the server runs after the caller gave up (a
-// frozen server that resumes) leaves a lock that expires within grace of
-// running, not one of the full TTL under a holder nobody knows.  The cost:
-// a TTL longer than grace takes a second round trip at acquire.
+// for min(ttl, grace) only, and the lease's first renewal extends that to
+// ttl (the engine sends it at half the provisional time, or when the lease
+// is detached or its locker ends: Granted::provisional); so an acquire the
+// server runs after the caller gave up (a frozen server that resumes)
+// leaves a lock that expires within grace of running, not one of the full
+// TTL under a holder nobody knows.  An uncontended pair released within
+// grace/2 is two round trips at any TTL; a lease held longer pays its one
+// extension then, off the acquire's path.
 class RedisLocker final : public LockerBase {
 public:
 	RedisLocker(std::shared_ptr<Node> node, milliseconds grace) noexcept
@@ -187,7 +197,8 @@ protected:
 private:
 	// take -- the acquire script (the campaign script when value is not
 	// null) until granted or options.wait is over; the whole call ends by
-	// wait + grace
+	// wait + grace.  A waiting writer keeps its place in the lock's queue
+	// (lib/queue.lua) and wakes on the locker's one subscriber (waker_).
 	Result<Granted> take(std::string_view resource, const LeaseOptions &options, const std::string &holder,
 	                     const std::string *value)
 	{
@@ -197,58 +208,66 @@ private:
 		const auto call_deadline = deadline_after(start, saturating_add(options.wait, grace_));
 		const milliseconds provisional = std::min(options.ttl, grace_);
 		const std::string provisional_ttl = std::to_string(provisional.count());
-		// a writer that will wait marks itself on the readers' grants
+		// a writer that will wait marks itself on the readers' grants, and queues
 		const bool writer = !value && options.mode == Mode::exclusive && options.limit == 0;
-		const milliseconds mark =
-		    writer && options.wait > milliseconds{0} ? redis::writer_mark : milliseconds{0};
+		const bool waits = options.wait > milliseconds{0};
+		const milliseconds mark = writer && waits ? redis::writer_mark : milliseconds{0};
+		const milliseconds beat = writer && waits ? redis::queue_beat : milliseconds{0};
 		bool marked = false; // the script has marked this writer (lib/mark.lua)
-		std::optional<redis::Subscriber> woken_by_release;
-		bool subscribed = false;
+		std::optional<redis::Waker::Interest> woken;
+		if (waits && waker_.known(keys.released)) // a hot resource: subscribed already
+			woken.emplace(waker_, keys.released);
 		Backoff delay{milliseconds{25}, milliseconds{1000}};
 		for (;;) {
 			auto budget = left_of(call_deadline, grace_);
 			if (budget <= milliseconds{0})
 				return not_granted(resource, options);
+			auto [seen, covered] = woken ? woken->mark() : std::pair<std::uint64_t, bool>{0, false};
 			auto sent = Clock::now();
 			auto answer = redis::integer_of(
 			    ask(keys, options, holder, value, provisional_ttl, mark, marked, budget), *node_, keys);
-			if (!answer) {
-				Error e = answer.error();
-				if (e.sqlstate == "LS003")
-					e.message = (value ? "election \"" + std::string{resource} + "\": a campaign asks for "
-					                   : "lease \"" + std::string{resource} + "\" asked for ") +
-					            redis::describe_kind(redis::kind_of(options)) + ": " + e.message;
-				return e;
-			}
+			if (!answer)
+				return refused(resource, options, value != nullptr, answer.error());
 			if (*answer > 0)
 				return confirm(resource, std::move(keys), value != nullptr, *answer, holder, options.ttl,
 				               provisional, sent, call_deadline);
-			marked = marked || mark > milliseconds{0};
+			marked = marked || mark > milliseconds{0} || beat > milliseconds{0};
 			auto now = Clock::now();
 			if (now >= give_up) {
-				if (marked) // best effort: else the mark expires by itself
+				if (marked) // best effort: else the mark and the place expire by themselves
 					if (auto left = left_of(call_deadline, grace_); left > milliseconds{0})
 						redis::withdraw_mark(*node_, keys, holder, left);
 				return not_granted(resource, options);
 			}
-			if (!subscribed) {
+			if (!covered) {
 				// subscribe, then ask again at once: a release published
-				// between the first try and the subscription is not missed
-				subscribed = true;
-				if (auto sub = node_->subscribe(keys.released, left_of(give_up, grace_)))
-					woken_by_release.emplace(std::move(*sub));
+				// between the try and the subscription is not missed
+				if (!woken)
+					woken.emplace(waker_, keys.released);
+				(void)woken->subscribed(std::min(give_up, now + grace_));
 				continue;
 			}
-			// wake for the release, the holder's expiry, or the next retry
+			// wake for the release (this waiter's turn), the holder's
+			// expiry, or the next poll (a queued waiter's beat)
 			auto holder_left = milliseconds{-*answer} + milliseconds{1};
 			auto pause = std::min({delay.next(), holder_left, left_of(give_up, holder_left)});
-			auto wake = now + pause;
-			if (woken_by_release && woken_by_release->usable()) {
-				if (!woken_by_release->wait(pause))
-					woken_by_release.reset(); // polling from now on
-			}
-			std::this_thread::sleep_until(woken_by_release ? now : wake);
+			if (beat > milliseconds{0})
+				pause = std::min(pause, redis::queue_poll);
+			const std::string turn = "turn:" + holder;
+			(void)woken->wait(
+			    seen, [&](std::string_view said) { return said.rfind("turn:", 0) != 0 || said == turn; },
+			    now + pause);
 		}
+	}
+
+	// refused -- an error of the script, a mismatch named with the request's kind
+	static Error refused(std::string_view resource, const LeaseOptions &options, bool campaign, Error e)
+	{
+		if (e.sqlstate == "LS003")
+			e.message = (campaign ? "election \"" + std::string{resource} + "\": a campaign asks for "
+			                      : "lease \"" + std::string{resource} + "\" asked for ") +
+			            redis::describe_kind(redis::kind_of(options)) + ": " + e.message;
+		return e;
 	}
 
 	// ask -- one try of the request's script: the campaign's, the lock's, a
@@ -266,8 +285,10 @@ private:
 		return redis::ask_lock(*node_, keys, holder, ttl, mark, marked, budget);
 	}
 
-	// confirm -- a grant of min(ttl, grace) extended to ttl (see the class
-	// comment); its local deadline counts from the request that set the TTL
+	// confirm -- the grant, of min(ttl, grace) when the TTL is longer: the
+	// engine extends it to ttl by its first renewal (Granted::provisional);
+	// a TTL over a day is extended here (see longest_deferred).  Its local
+	// deadline counts from the request that set the expiry
 	Result<Granted> confirm(std::string_view resource, Keys keys, bool election, std::int64_t token,
 	                        const std::string &holder, milliseconds ttl, milliseconds provisional,
 	                        Clock::time_point sent, Clock::time_point call_deadline)
@@ -276,28 +297,44 @@ private:
 		Granted g;
 		g.token = token;
 		g.deadline = deadline_after(sent, provisional - margin_of(provisional));
-		if (ttl > provisional) {
-			auto extended_at = Clock::now();
-			auto budget = left_of(call_deadline, grace_);
-			Result<bool> extended =
-			    Error{Errc::unavailable, "", "no time left within wait + statement_grace"};
-			if (budget > milliseconds{0})
-				extended = redis::renew_grant(*node_, keys, election, value, ttl, budget);
-			if (!extended || !*extended) {
-				std::string why = extended ? std::string{"it expired first (the server answered too late)"}
-				                           : extended.error().message;
-				if (auto left = left_of(call_deadline, grace_); left > milliseconds{0})
-					(void)redis::release_grant(*node_, keys, election, value, left);
-				return Error{Errc::unavailable, "",
-				             "lease \"" + std::string{resource} + "\": token " + std::to_string(token) +
-				                 " was granted for " + format_duration(provisional) +
-				                 " but could not be extended to its ttl " + format_duration(ttl) + ": " +
-				                 why + " (the provisional grant expires by itself)"};
-			}
-			g.deadline = deadline_after(extended_at, ttl - margin_of(ttl));
+		g.provisional = ttl > provisional;
+		if (g.provisional && ttl > longest_deferred) {
+			auto extended = extend_now(resource, keys, election, value, ttl, provisional, call_deadline);
+			if (!extended)
+				return extended.error();
+			g.deadline = *extended, g.provisional = false;
 		}
 		g.grant = redis::make_grant(node_, std::move(keys), election, std::move(value), grace_, g.deadline);
 		return g;
+	}
+
+	// The longest TTL whose extension is left to the lease's first renewal:
+	// a longer one (a lease meant to outlive its process, say) is extended
+	// before acquire returns, so that its deadline is its TTL at once.
+	static constexpr milliseconds longest_deferred{std::chrono::hours{24}};
+
+	// extend_now -- the grant of min(ttl, grace) extended to ttl within the
+	// call's deadline, else released (best effort); the new local deadline
+	Result<Clock::time_point> extend_now(std::string_view resource, const Keys &keys, bool election,
+	                                     const std::string &value, milliseconds ttl, milliseconds provisional,
+	                                     Clock::time_point call_deadline)
+	{
+		auto extended_at = Clock::now();
+		auto budget = left_of(call_deadline, grace_);
+		Result<bool> extended = Error{Errc::unavailable, "", "no time left within wait + statement_grace"};
+		if (budget > milliseconds{0})
+			extended = redis::renew_grant(*node_, keys, election, value, ttl, budget);
+		if (extended && *extended)
+			return deadline_after(extended_at, ttl - margin_of(ttl));
+		std::string why = extended ? std::string{"it expired first (the server answered too late)"}
+		                           : extended.error().message;
+		if (auto left = left_of(call_deadline, grace_); left > milliseconds{0})
+			(void)redis::release_grant(*node_, keys, election, value, left);
+		return Error{Errc::unavailable, "",
+		             "lease \"" + std::string{resource} + "\": token " + value.substr(0, value.find(':')) +
+		                 " was granted for " + format_duration(provisional) +
+		                 " but could not be extended to its ttl " + format_duration(ttl) + ": " + why +
+		                 " (the provisional grant expires by itself)"};
 	}
 
 	static Error not_granted(std::string_view resource, const LeaseOptions &options)
@@ -310,6 +347,7 @@ private:
 	std::shared_ptr<Node> node_;
 	milliseconds grace_;
 	redis::Subscriptions subscriptions_; // observers' channels, kept between observe calls
+	redis::Waker waker_{*node_};         // the waiting calls' one subscriber (after node_: ends first)
 };
 
 } // namespace
