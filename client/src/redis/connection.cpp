@@ -18,6 +18,7 @@
 #include <new>
 
 #include "detail/provider.hpp"
+#include "redis/resp.hpp"
 
 namespace pglease::detail::redis {
 
@@ -26,50 +27,7 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-struct ReplyDeleter {
-	void operator()(redisReply *reply) const noexcept { freeReplyObject(reply); }
-};
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-Error
-out_of_memory()
-{
-	return Error{Errc::internal, "", "out of memory"};
-}
-
-// copy_reply -- an owned Reply from hiredis's reply tree
-Reply
-copy_reply(const redisReply &r)
-{
-	Reply out;
-	switch (r.type) {
-	case REDIS_REPLY_INTEGER:
-		out.kind = Reply::Kind::integer;
-		out.integer = r.integer;
-		break;
-	case REDIS_REPLY_STATUS:
-		out.kind = Reply::Kind::status;
-		out.text.assign(r.str, r.len);
-		break;
-	case REDIS_REPLY_ERROR:
-		out.kind = Reply::Kind::error;
-		out.text.assign(r.str, r.len);
-		break;
-	case REDIS_REPLY_STRING:
-		out.kind = Reply::Kind::string;
-		out.text.assign(r.str, r.len);
-		break;
-	case REDIS_REPLY_ARRAY:
-		out.kind = Reply::Kind::array;
-		out.elements.reserve(r.elements);
-		for (std::size_t i = 0; i < r.elements; i++)
-			out.elements.push_back(copy_reply(*r.element[i]));
-		break;
-	default: // REDIS_REPLY_NIL (RESP2 has no other types)
-		break;
-	}
-	return out;
-}
 
 bool
 starts_with(std::string_view s, std::string_view prefix)
@@ -335,19 +293,11 @@ Connection::run(const std::string_view *argv, std::size_t argc) noexcept
 	if (!usable())
 		return broken(what, Error{Errc::unavailable, "", "connection unusable (reconnect first)"});
 	try {
-		std::vector<const char *> ptrs(argc);
-		std::vector<size_t> lens(argc);
-		for (std::size_t i = 0; i < argc; i++) {
-			ptrs[i] = argv[i].data();
-			lens[i] = argv[i].size();
-		}
-		char *formatted = nullptr;
-		int len = redisFormatCommandArgv(&formatted, static_cast<int>(argc), ptrs.data(), lens.data());
-		if (len < 0)
+		std::string cmd;
+		if (!append_command(cmd, std::vector<std::string_view>(argv, argv + argc)))
 			return out_of_memory();
-		std::unique_ptr<char, void (*)(char *)> cmd(formatted, redisFreeCommand);
 		const Deadline deadline = deadline_after(Clock::now(), timeouts_.command);
-		if (auto sent = stream_->write_all({formatted, static_cast<std::size_t>(len)}, deadline); !sent)
+		if (auto sent = stream_->write_all({cmd.data(), cmd.size()}, deadline); !sent)
 			return broken(what, sent.error());
 		auto reply = next_reply(deadline);
 		if (!reply)
@@ -485,19 +435,11 @@ Subscriber::send(const std::vector<std::string_view> &argv) noexcept
 	if (!c.usable())
 		return c.broken(what, Error{Errc::unavailable, "", "subscriber unusable (open a new one)"});
 	try {
-		std::vector<const char *> ptrs;
-		std::vector<size_t> lens;
-		for (auto a : argv) {
-			ptrs.push_back(a.data());
-			lens.push_back(a.size());
-		}
-		char *formatted = nullptr;
-		int len = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), ptrs.data(), lens.data());
-		if (len < 0)
+		std::string cmd;
+		if (!append_command(cmd, argv))
 			return out_of_memory();
-		std::unique_ptr<char, void (*)(char *)> cmd(formatted, redisFreeCommand);
 		const Deadline deadline = deadline_after(Clock::now(), c.timeouts_.command);
-		if (auto sent = c.stream_->write_all({formatted, static_cast<std::size_t>(len)}, deadline); !sent)
+		if (auto sent = c.stream_->write_all({cmd.data(), cmd.size()}, deadline); !sent)
 			return c.broken(what, sent.error());
 		return {};
 	} catch (const std::bad_alloc &) {

@@ -13,51 +13,13 @@
 #include <new>
 
 #include "detail/provider.hpp"
+#include "redis/resp.hpp"
 
 namespace pglease::detail::redlock {
 
-namespace {
-
-Error
-out_of_memory()
-{
-	return Error{Errc::internal, "", "out of memory"};
-}
-
-// copy_reply -- an owned Reply from hiredis's reply tree
-Reply
-copy_reply(const redisReply &r)
-{
-	Reply out;
-	switch (r.type) {
-	case REDIS_REPLY_INTEGER:
-		out.kind = Reply::Kind::integer;
-		out.integer = r.integer;
-		break;
-	case REDIS_REPLY_STATUS:
-	case REDIS_REPLY_ERROR:
-	case REDIS_REPLY_STRING:
-		out.kind = r.type == REDIS_REPLY_STATUS  ? Reply::Kind::status
-		           : r.type == REDIS_REPLY_ERROR ? Reply::Kind::error
-		                                         : Reply::Kind::string;
-		out.text.assign(r.str, r.len);
-		break;
-	case REDIS_REPLY_ARRAY:
-		out.kind = Reply::Kind::array;
-		for (std::size_t i = 0; i < r.elements; i++)
-			out.elements.push_back(copy_reply(*r.element[i]));
-		break;
-	default: // REDIS_REPLY_NIL
-		break;
-	}
-	return out;
-}
-
-struct ReplyDeleter {
-	void operator()(redisReply *reply) const noexcept { freeReplyObject(reply); }
-};
-
-} // namespace
+using redis::copy_reply;
+using redis::out_of_memory;
+using redis::ReplyDeleter;
 
 // ---- Node ---------------------------------------------------------------------------
 
@@ -221,18 +183,8 @@ Link::connect(Deadline deadline)
 void
 Link::append(const std::vector<std::string_view> &argv)
 {
-	std::vector<const char *> ptrs;
-	std::vector<size_t> lens;
-	for (auto a : argv) {
-		ptrs.push_back(a.data());
-		lens.push_back(a.size());
-	}
-	char *formatted = nullptr;
-	int len = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), ptrs.data(), lens.data());
-	if (len < 0)
+	if (!redis::append_command(out_, argv))
 		throw std::bad_alloc();
-	std::unique_ptr<char, void (*)(char *)> cmd(formatted, redisFreeCommand);
-	out_.append(formatted, static_cast<std::size_t>(len));
 }
 
 // append_request -- EVAL the first time on this connection, EVALSHA after
