@@ -146,11 +146,14 @@ targets(const Report &r)
 		                         "uncontended", c, "rate", "pg_preload", "handmade", 1.3));
 		v.push_back(ratio_target(r, "uncontended pairs/s" + at + ": pg_lease preloaded ≥ 0.8× durable floor",
 		                         "uncontended", c, "rate", "pg_preload", "floor", 0.8));
-		v.push_back(ratio_target(r, "uncontended pairs/s" + at + ": etcd provider / etcd raw client",
-		                         "uncontended", c, "rate", "etcd", "etcd_raw", 0));
+		v.push_back(ratio_target(r, "uncontended pairs/s" + at + ": etcd provider ≥ 0.6× etcd raw client",
+		                         "uncontended", c, "rate", "etcd", "etcd_raw", 0.6));
 		v.push_back(ratio_target(r,
-		                         "uncontended pairs/s" + at + ": ZooKeeper provider / ZooKeeper raw client",
-		                         "uncontended", c, "rate", "zookeeper", "zookeeper_raw", 0));
+		                         "uncontended pairs/s" + at + ": ZooKeeper provider ≥ 0.6× ZooKeeper raw client",
+		                         "uncontended", c, "rate", "zookeeper", "zookeeper_raw", 0.6));
+		if (c[0] == '1')
+			v.push_back(ratio_target(r, "uncontended pairs/s" + at + ": Redlock x3 ≥ 0.7× the Redis provider",
+			                         "uncontended", c, "rate", "redlock", "redis", 0.7));
 		for (const char *redis : {"redis", "redis_2s"})
 			v.push_back(ratio_target(r, "uncontended pairs/s" + at + ": " + name_of(r, redis) +
 			                                " ≥ 0.9× Redis raw, fenced (INCR + SET NX PX, DEL)",
@@ -177,8 +180,6 @@ targets(const Report &r)
 	if (p50)
 		ms.measured = fmt(p50->med) + " µs", ms.ratio = p50->med / 1000, ms.met = ms.ratio <= 1;
 	v.push_back(ms);
-	v.push_back(ratio_target(r, "hot resource: hand-offs/s pg_lease preloaded ≥ 20× Redis", "hot", "8",
-	                         "rate", "pg_preload", "redis", 20));
 	v.push_back(ratio_target(r, "hot resource: hand-offs/s pg_lease preloaded ≥ 0.4× advisory lock", "hot",
 	                         "8", "rate", "pg_preload", "advisory", 0.4));
 	Target p99{"hot resource: hand-off p99 pg_lease preloaded ≤ 10 ms", "n/a", NAN, "≤ 10 (ms)"};

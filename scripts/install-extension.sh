@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-make -s all
+make -s -j2 all
 if [ -w "$(pg_config --sharedir)/extension" ] && [ -w "$(pg_config --pkglibdir)" ]; then
 	make -s install >/dev/null
 elif command -v sudo >/dev/null 2>&1; then
