@@ -152,14 +152,36 @@ args_ttl(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
+ * args_holder_label -- a holder label that is not NULL: 1 to
+ * LEASE_MAX_HOLDER_BYTES bytes; null_allowed: NULL, the default, is the
+ * hint for an empty one
+ */
+static const char *
+args_holder_label(FunctionCallInfo fcinfo, int argno, bool null_allowed)
+{
+	text	   *holder = PG_GETARG_TEXT_PP(argno);
+	int			len = VARSIZE_ANY_EXHDR(holder);
+
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("holder must not be empty"),
+				 null_allowed ? errhint("Pass NULL for the per-session default holder.") : 0));
+	if (len > LEASE_MAX_HOLDER_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("holder is too long"),
+				 errdetail("The holder label has %d bytes; the limit is %d.",
+						   len, LEASE_MAX_HOLDER_BYTES)));
+	return text_to_cstring(holder);
+}
+
+/*
  * args_holder -- the holder label, or this backend's default
  */
 static const char *
 args_holder(FunctionCallInfo fcinfo, int argno)
 {
-	text	   *holder;
-	int			len;
-
 	if (PG_ARGISNULL(argno))
 	{
 		if (default_holder == NULL)
@@ -168,21 +190,7 @@ args_holder(FunctionCallInfo fcinfo, int argno)
 														  timestamptz_to_str(MyStartTimestamp)));
 		return default_holder;
 	}
-
-	holder = PG_GETARG_TEXT_PP(argno);
-	len = VARSIZE_ANY_EXHDR(holder);
-	if (len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("holder must not be empty"),
-				 errhint("Pass NULL for the per-session default holder.")));
-	if (len > LEASE_MAX_HOLDER_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("holder is too long"),
-				 errdetail("The holder label has %d bytes; the limit is %d.",
-						   len, LEASE_MAX_HOLDER_BYTES)));
-	return text_to_cstring(holder);
+	return args_holder_label(fcinfo, argno, true);
 }
 
 /*
@@ -321,6 +329,23 @@ lease_args_grant(FunctionCallInfo fcinfo, LeaseRequest *req, bool with_ttl)
 	req->token = args_token(fcinfo, 1);
 	if (with_ttl)
 		req->ttl = args_ttl(fcinfo, 2);
+}
+
+/*
+ * lease_args_grant_holder -- (resource, token, [ttl,] holder): renew
+ * (with_ttl) or release of only that holder's grant (since 0.5.0)
+ *
+ * The holder names a grant here, so NULL (which acquire reads as this
+ * backend's default) is refused, and "" as acquire refuses it.
+ */
+void
+lease_args_grant_holder(FunctionCallInfo fcinfo, LeaseRequest *req, bool with_ttl)
+{
+	int			argno = with_ttl ? 3 : 2;
+
+	lease_args_grant(fcinfo, req, with_ttl);
+	args_not_null(fcinfo, argno, "holder");
+	req->holder = args_holder_label(fcinfo, argno, false);
 }
 
 /*

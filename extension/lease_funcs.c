@@ -2,8 +2,8 @@
  *
  * lease_funcs.c
  *		The SQL-callable lease functions: lease.acquire (both forms),
- *		try_acquire, renew, proclaim, release, fence, is_current, break, gc,
- *		waiters, leader and observe.
+ *		try_acquire, renew and release (each with or without a holder),
+ *		proclaim, fence, is_current, break, gc, waiters, leader and observe.
  *
  * This file owns only the fmgr face of those functions.  Each one builds a
  * LeaseRequest from its arguments (lease_args.c), hands it to the module
@@ -119,6 +119,36 @@ lease_release(PG_FUNCTION_ARGS)
 	LeaseRequest req;
 
 	lease_args_grant(fcinfo, &req, false);
+	PG_RETURN_BOOL(lease_grant_release(&req));
+}
+
+/*
+ * lease_renew_holder -- lease.renew(resource, token, ttl, holder): only that
+ * holder's grant (since 0.5.0)
+ */
+PG_FUNCTION_INFO_V1(lease_renew_holder);
+
+Datum
+lease_renew_holder(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+
+	lease_args_grant_holder(fcinfo, &req, true);
+	PG_RETURN_BOOL(lease_grant_renew(&req));
+}
+
+/*
+ * lease_release_holder -- lease.release(resource, token, holder): only that
+ * holder's grant (since 0.5.0)
+ */
+PG_FUNCTION_INFO_V1(lease_release_holder);
+
+Datum
+lease_release_holder(PG_FUNCTION_ARGS)
+{
+	LeaseRequest req;
+
+	lease_args_grant_holder(fcinfo, &req, false);
 	PG_RETURN_BOOL(lease_grant_release(&req));
 }
 

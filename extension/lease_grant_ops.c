@@ -5,7 +5,8 @@
  *		fence (one shared path), is_current, break and gc.
  *
  * Renew, proclaim, release and fence act on exactly one grant, named by (resource,
- * token), and only for the role that acquired it (or a superuser).  They
+ * token), and only for the role that acquired it (or a superuser); renew and
+ * release, given a holder (since 0.5.0), only if that holder took it.  They
  * share grant_act(): run the statement on exactly that grant; when it finds
  * nothing, tell "not yours" (42501) apart from "not current" by reading the
  * owner of the row.  is_current only reads; break and gc are for admins
@@ -49,6 +50,28 @@ grant_check_owner(const LeaseCaller *caller, const LeaseRequest *req, const char
 }
 
 /*
+ * grant_at -- the statement of renew or release (q) by the row's ctid, or
+ * Q_PROCLAIM (q itself: none)
+ */
+static LeaseQuery
+grant_at(LeaseQuery q)
+{
+	switch (q)
+	{
+		case Q_RENEW:
+			return Q_RENEW_AT;
+		case Q_RELEASE:
+			return Q_RELEASE_AT;
+		case Q_RENEW_HOLDER:
+			return Q_RENEW_HOLDER_AT;
+		case Q_RELEASE_HOLDER:
+			return Q_RELEASE_HOLDER_AT;
+		default:
+			return q;
+	}
+}
+
+/*
  * grant_change -- run renew, proclaim or release (q, its n parameters in
  * values) as a conditional change; renew and release go first to the row
  * version this backend last wrote for the grant, by its ctid (lease_where.c),
@@ -61,16 +84,15 @@ grant_change(const LeaseRequest *req, LeaseQuery q, Datum *values, char *nulls, 
 	ItemPointerData tid;
 	bool		done = false;
 
-	if ((q == Q_RENEW || q == Q_RELEASE) && lease_where_find(req->res, req->token, &tid))
+	if (grant_at(q) != q && lease_where_find(req->res, req->token, &tid))
 	{
 		values[n] = PointerGetDatum(&tid);
 		nulls[n] = ' ';
-		done = lease_exec_change(q == Q_RENEW ? Q_RENEW_AT : Q_RELEASE_AT, values, nulls,
-								 NULL, NULL) > 0;
+		done = lease_exec_change(grant_at(q), values, nulls, NULL, NULL) > 0;
 	}
 	if (!done)
 		done = lease_exec_change(q, values, nulls, NULL, NULL) > 0;
-	if (done && q == Q_RENEW)
+	if (done && (q == Q_RENEW || q == Q_RENEW_HOLDER))
 		lease_where_note(req->res, req->token);
 	return done;
 }
@@ -79,24 +101,27 @@ grant_change(const LeaseRequest *req, LeaseQuery q, Datum *values, char *nulls, 
  * grant_act -- run renew, proclaim, release or fence on exactly (resource, token)
  *
  * The statements take ($1 resource, $2 token, [$3 ttl or value,] owner,
- * is_superuser).
+ * is_superuser[, holder]): renew and release of req->holder's grant only,
+ * when it is set, else q as given.
  * Renew and release are conditional changes (no lock kept when they change
  * nothing); fence only reads, and its FOR SHARE must last to the end of the
- * transaction.  Returns whether the grant was current and the caller's;
- * raises 42501 if it is another role's.
+ * transaction.  Returns whether the grant was current (and the holder's)
+ * and the caller's; raises 42501 if it is another role's, whatever holder
+ * was named.
  */
 static bool
 grant_act(const LeaseRequest *req, LeaseQuery q, const char *action)
 {
 	LeaseCaller caller;
-	Datum		values[6];
+	Datum		values[7];
 	int			n = 0;
 	bool		done;
 
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	Assert(q == Q_RENEW || q == Q_PROCLAIM || q == Q_RELEASE || q == Q_FENCE ||
 		   q == Q_FENCE_EXCLUSIVE);
+	Assert(req->holder == NULL || q == Q_RENEW || q == Q_RELEASE);
 
 	lease_begin(&caller);
 	values[n++] = PointerGetDatum(req->resource);
@@ -110,6 +135,11 @@ grant_act(const LeaseRequest *req, LeaseQuery q, const char *action)
 	}
 	values[n++] = ObjectIdGetDatum(caller.role);
 	values[n++] = BoolGetDatum(caller.is_superuser);
+	if (req->holder != NULL)
+	{
+		values[n++] = CStringGetTextDatum(req->holder);
+		q = q == Q_RENEW ? Q_RENEW_HOLDER : Q_RELEASE_HOLDER;
+	}
 	if (q == Q_FENCE || q == Q_FENCE_EXCLUSIVE)
 		done = lease_exec(q, values, nulls) > 0;
 	else

@@ -265,6 +265,32 @@ const LeaseQueryDef lease_queries[LEASE_NUM_QUERIES] = {
 		LEASE_RELEASE " AND ctid OPERATOR(pg_catalog.=) $5 RETURNING token",
 		5, {TEXTOID, INT8OID, OIDOID, BOOLOID, TIDOID}
 	},
+	/*
+	 * The same, of only the grant a holder ($6, $5) took (since 0.5.0): the
+	 * holder is compared in the statement that renews or releases, on the
+	 * version it changes, so a caller that names its grant by token and
+	 * holder needs no read of lease.leases first (an index scan, which pruned
+	 * the page as Q_RENEW_AT and Q_RELEASE_AT avoid).  A holder is stored
+	 * when the grant is made and changes only with its token (a takeover).
+	 */
+	[Q_RENEW_HOLDER] = {
+		LEASE_RENEW " AND holder OPERATOR(pg_catalog.=) $6 RETURNING token, ctid",
+		6, {TEXTOID, INT8OID, INTERVALOID, OIDOID, BOOLOID, TEXTOID}
+	},
+	[Q_RELEASE_HOLDER] = {
+		LEASE_RELEASE " AND holder OPERATOR(pg_catalog.=) $5 RETURNING token",
+		5, {TEXTOID, INT8OID, OIDOID, BOOLOID, TEXTOID}
+	},
+	[Q_RENEW_HOLDER_AT] = {
+		LEASE_RENEW " AND holder OPERATOR(pg_catalog.=) $6 AND ctid OPERATOR(pg_catalog.=) $7"
+		" RETURNING token, ctid",
+		7, {TEXTOID, INT8OID, INTERVALOID, OIDOID, BOOLOID, TEXTOID, TIDOID}
+	},
+	[Q_RELEASE_HOLDER_AT] = {
+		LEASE_RELEASE " AND holder OPERATOR(pg_catalog.=) $5 AND ctid OPERATOR(pg_catalog.=) $6"
+		" RETURNING token",
+		6, {TEXTOID, INT8OID, OIDOID, BOOLOID, TEXTOID, TIDOID}
+	},
 };
 
 /*

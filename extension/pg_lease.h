@@ -60,7 +60,9 @@ typedef struct LeaseRequest
 	char	   *res;			/* the same as a C string, for queue and messages */
 	Interval   *ttl;			/* fixed length: no day or month part */
 	int64		wait_usecs;		/* 0: do not wait */
-	const char *holder;			/* the label, or this backend's default */
+	const char *holder;			/* acquire: the label, or this backend's
+								 * default; renew, release: act only on that
+								 * holder's grant (NULL: whoever holds it) */
 	bool		session_bound;
 	int64		token;
 	bool		has_value;		/* a campaign or proclaim: value is stated */
@@ -141,6 +143,8 @@ extern void lease_args_fence_mode(FunctionCallInfo fcinfo, LeaseRequest *req);
 extern void lease_args_proclaim(FunctionCallInfo fcinfo, LeaseRequest *req);
 extern void lease_args_observe(FunctionCallInfo fcinfo, LeaseRequest *req,
 							   int64 *after_term, const char **after_value);
+extern void lease_args_grant_holder(FunctionCallInfo fcinfo, LeaseRequest *req,
+									bool with_ttl);
 extern void lease_args_grant(FunctionCallInfo fcinfo, LeaseRequest *req,
 							 bool with_ttl);
 extern void lease_args_resource(FunctionCallInfo fcinfo, LeaseRequest *req);
@@ -170,6 +174,10 @@ typedef enum LeaseQuery
 	Q_GC,
 	Q_RENEW_AT,
 	Q_RELEASE_AT,
+	Q_RENEW_HOLDER,				/* since 0.5.0: only the grant of a holder */
+	Q_RELEASE_HOLDER,
+	Q_RENEW_HOLDER_AT,
+	Q_RELEASE_HOLDER_AT,
 	LEASE_NUM_QUERIES
 } LeaseQuery;
 

@@ -65,7 +65,18 @@ INSERT INTO cases (call) VALUES
 	-- valid calls that must change nothing
 	($$lease.release('bad/held', 9223372036854775807)$$),
 	($$lease.renew('bad/held', 9223372036854775807, '10 s')$$),
-	($$lease.is_current('bad/held', TOKEN)$$);
+	($$lease.is_current('bad/held', TOKEN)$$),
+	-- the holder of renew and release (0.5.0): it names a grant, so no NULL
+	($$lease.renew(NULL, 1, '10 s', 'keeper')$$),
+	($$lease.renew('bad/held', TOKEN, '10 s', NULL)$$),
+	($$lease.renew('bad/held', TOKEN, '10 s', '')$$),
+	($$lease.renew('bad/held', TOKEN, '0 s', 'keeper')$$),
+	($$lease.release('bad/held', TOKEN, NULL)$$),
+	($$lease.release('bad/held', TOKEN, repeat('h', 257))$$),
+	($$lease.release('bad/held', 0, 'keeper')$$),
+	-- valid calls of another holder: false, nothing changed
+	($$lease.renew('bad/held', TOKEN, '10 s', 'someone')$$),
+	($$lease.release('bad/held', TOKEN, 'someone')$$);
 
 SELECT n, call, sqlstate('SELECT ' || replace(call, 'TOKEN', :'t')) AS result FROM cases ORDER BY n;
 

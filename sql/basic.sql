@@ -58,6 +58,22 @@ SELECT lease.renew('basic/b', :b1, '10 s') = false AS renew_after_takeover_false
 SELECT lease.release('basic/b', :b1) = false AS release_after_takeover_false;
 SELECT lease.is_current('basic/b', :b2) AS new_holder_current;
 
+-- renew and release naming the holder (0.5.0): only the grant that holder
+-- took, compared in the same statement; another holder's is false and keeps
+-- its expiry; a re-acquire by the same holder keeps its token and still matches
+SELECT lease.renew('basic/b', :b2, '1 min', 'h1') = false AS renew_other_holder_false;
+SELECT lease.release('basic/b', :b2, 'h1') = false AS release_other_holder_false;
+SELECT lease.is_current('basic/b', :b2) AND remaining < '11 s' AS other_holder_changed_nothing
+  FROM lease.leases WHERE resource = 'basic/b';
+SELECT lease.renew('basic/b', :b2, '1 min', 'h2') AS renew_own_holder;
+SELECT remaining > '59 s' AS own_holder_renewed FROM lease.leases WHERE resource = 'basic/b';
+SELECT lease.renew('basic/b', :b1, '1 min', 'h1') = false AS renew_holder_stale_token_false;
+SELECT lease.acquire('basic/h', '10 s', holder => 'hh') AS h1 \gset
+SELECT lease.acquire('basic/h', '10 s', holder => 'hh') = :h1 AS reacquire_same_token;
+SELECT lease.release('basic/h', :h1, 'hh') AS release_own_holder;
+SELECT lease.release('basic/h', :h1, 'hh') = false AS release_holder_again_false;
+SELECT lease.renew('basic/h', :h1, '10 s', 'hh') = false AS renew_holder_after_release_false;
+
 -- break ends the current grant; the next grant is higher
 SELECT lease.break('basic/b') = :b2 AS break_returns_token;
 SELECT lease.break('basic/b') IS NULL AS break_of_free_is_null;

@@ -25,6 +25,10 @@ SET ROLE lease_bob;
 SELECT sqlstate(format('SELECT lease.renew(%L, %s, %L)', 'priv/a', :ta, '1 min')) AS bob_renews_alice;
 SELECT sqlstate(format('SELECT lease.release(%L, %s)', 'priv/a', :ta)) AS bob_releases_alice;
 SELECT sqlstate(format('SELECT lease.fence(%L, %s)', 'priv/a', :ta)) AS bob_fences_alice;
+-- naming alice's holder, or another (0.5.0): still alice's lease
+SELECT sqlstate(format('SELECT lease.renew(%L, %s, %L, %L)', 'priv/a', :ta, '1 min', 'alice')) AS bob_renews_alice_holder;
+SELECT sqlstate(format('SELECT lease.release(%L, %s, %L)', 'priv/a', :ta, 'alice')) AS bob_releases_alice_holder;
+SELECT sqlstate(format('SELECT lease.release(%L, %s, %L)', 'priv/a', :ta, 'bob')) AS bob_releases_alice_other_holder;
 SELECT lease.acquire('priv/a', '1 min', holder => 'alice') IS NULL AS bob_reusing_alice_label_gets_null;
 SELECT sqlstate('SELECT lease.break(''priv/a'')') AS bob_breaks;
 SELECT sqlstate('SELECT lease.gc(''0'')') AS bob_gc;

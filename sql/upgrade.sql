@@ -3,8 +3,9 @@
 -- ALTER EXTENSION pg_lease UPDATE at a time, and from each earlier release
 -- straight to the current one.  Leases, tokens, owners and privileges survive
 -- every step, each version's functions work after it, grants made before
--- 0.4.0 become exclusive locks, and the updated schema equals a fresh
--- install's.  It drops the extension: it runs last, and leaves it installed.
+-- 0.4.0 become exclusive locks, grants of every version are renewed and
+-- released naming their holder after 0.5.0, and the updated schema equals a
+-- fresh install's.  It drops the extension: it runs last, and leaves it installed.
 --
 SET client_min_messages = warning;
 DROP ROLE IF EXISTS lease_upgrade_app;
@@ -177,6 +178,20 @@ SELECT lease.acquire_shared('up/own', '1 min', holder => 'reader') IS NULL AS re
 SELECT lease.acquire_shared('up/read', '1 min', holder => 'reader') > :max_before AS reader_granted;
 SELECT lease.acquire_permit('up/permit', '1 min', 2, holder => 'p1') IS NOT NULL AS permit_granted;
 SELECT lease.fence('up/own', :own, true) = :own AS fenced;
+
+ALTER EXTENSION pg_lease UPDATE TO '0.5.0';
+SELECT extversion FROM pg_extension WHERE extname = 'pg_lease';
+SELECT * FROM public.upgrade_checks(:app, :own, :max_before);
+-- 0.5.0: renew and release naming the holder, of grants made since 0.1.0 too;
+-- EXECUTE to PUBLIC as the forms without it
+SELECT lease.renew('up/own', :own, '10 min', 'app-1') AS other_holder_renews,
+	   lease.renew('up/own', :own, '10 min', 'owner-1') AS holder_renews;
+UPDATE before b SET expires_at = g.expires_at FROM lease.grants g WHERE g.resource = b.resource AND b.resource = 'up/own';
+SELECT lease.release('up/read', (SELECT token FROM lease.grants WHERE resource = 'up/read'), 'reader')
+	AS reader_released_by_holder;
+SELECT has_function_privilege('lease_upgrade_app', 'lease.release(text, int8, text)', 'EXECUTE') AND
+	   has_function_privilege('lease_upgrade_app', 'lease.renew(text, int8, interval, text)', 'EXECUTE')
+	   AS public_executes_holder_forms;
 
 -- the current version, and the schema of a fresh install
 SELECT extversion = (SELECT default_version FROM pg_available_extensions WHERE name = 'pg_lease') AS current

@@ -69,7 +69,7 @@ unique_resource()
 // A plain admin connection (superuser) for arranging and checking.
 class Admin {
 public:
-	Admin() : conn_("") {}
+	explicit Admin(const std::string &conninfo = "") : conn_(conninfo) {}
 	pqxx::row one(const std::string &sql)
 	{
 		pqxx::nontransaction tx{conn_};
@@ -968,18 +968,23 @@ TEST_F(ClientTest, ServerDownPastTtlReportsLeaseLostOnce)
 
 // issue 22: the holder forms run lease.renew / lease.release only when the
 // grant (resource, token) is that holder's, in one statement: the right token
-// with another label changes nothing (the lease is not extended, not ended)
-TEST_F(ClientTest, TokenCallsWithAHolderActOnlyOnThatHoldersGrant)
+// with another label changes nothing (the lease is not extended, not ended).
+// On the database of dsn; its extension's version decides how (0.5.0 on: the
+// holder named to lease.renew/lease.release; 0.4.0: through lease.leases).
+namespace {
+
+void
+expect_holder_calls_act_only_on_that_holders_grant(const std::string &dsn, const std::string &r)
 {
-	test_support::PgClient client{""};
-	auto r = unique_resource();
-	auto o = opts(3s);
+	test_support::PgClient client{dsn};
+	pglease::LeaseOptions o;
+	o.ttl = 3s;
 	o.holder = "alice";
 	o.reclaim = true; // the label as given, for the token-level calls
 	auto lease = client.acquire(r, o);
 	ASSERT_TRUE(lease) << lease.error();
 	const auto token = lease->detach();
-	Admin admin;
+	Admin admin{dsn};
 	auto remaining_ms = [&] {
 		auto row = admin.one("SELECT coalesce((SELECT (extract(epoch FROM remaining) * 1000)::bigint"
 		                     " FROM lease.leases WHERE resource = '" +
@@ -1010,6 +1015,53 @@ TEST_F(ClientTest, TokenCallsWithAHolderActOnlyOnThatHoldersGrant)
 	ASSERT_TRUE(released) << released.error();
 	EXPECT_TRUE(*released);
 	EXPECT_FALSE(admin.is_current(r, token));
+}
+
+} // namespace
+
+TEST_F(ClientTest, TokenCallsWithAHolderActOnlyOnThatHoldersGrant)
+{
+	expect_holder_calls_act_only_on_that_holders_grant("", unique_resource());
+}
+
+// A database still at pg_lease 0.4.0 (extension_minimum_version): the client
+// works there, the holder matched through lease.leases; one re-created older
+// under a pooled connection that had read 0.5.0 fails that connection's
+// holder call once (42883), and the next connection reads the version again.
+TEST_F(ClientTest, TokenCallsWithAHolderWorkOnTheOldestExtensionItAccepts)
+{
+	const std::string db = "pglease_client_040";
+	ASSERT_EQ(run_shell("psql -X -q -d postgres -c 'DROP DATABASE IF EXISTS " + db +
+	                    "' -c 'CREATE DATABASE " + db + "' && psql -X -q -d " + db +
+	                    " -c \"CREATE EXTENSION pg_lease VERSION '0.4.0'\""),
+	          0);
+	expect_holder_calls_act_only_on_that_holders_grant("dbname=" + db, unique_resource());
+
+	ASSERT_EQ(run_shell("psql -X -q -d " + db + " -c 'ALTER EXTENSION pg_lease UPDATE'"), 0);
+	{
+		test_support::PgClient client{"dbname=" + db};
+		auto o = opts(30s);
+		o.holder = "bob";
+		o.reclaim = true;
+		auto r = unique_resource();
+		auto lease = client.acquire(r, o); // the pooled connection reads 0.5.0
+		ASSERT_TRUE(lease) << lease.error();
+		const auto token = lease->detach();
+		ASSERT_EQ(run_shell("psql -X -q -d " + db +
+		                    " -c 'DROP EXTENSION pg_lease CASCADE' -c \"CREATE EXTENSION pg_lease VERSION '0.4.0'\""),
+		          0);
+		auto missing = client.release(r, token, "bob");
+		ASSERT_FALSE(missing) << "lease.release naming the holder ran on pg_lease 0.4.0";
+		EXPECT_EQ(missing.error().code, Errc::not_installed) << missing.error();
+		auto r2 = unique_resource();
+		auto again = client.acquire(r2, o); // a new connection, which reads 0.4.0
+		ASSERT_TRUE(again) << again.error();
+		const auto token2 = again->detach();
+		auto released = client.release(r2, token2, "bob");
+		ASSERT_TRUE(released) << "the connection that read 0.5.0 was kept: " << released.error();
+		EXPECT_TRUE(*released);
+	}
+	EXPECT_EQ(run_shell("psql -X -q -d postgres -c 'DROP DATABASE " + db + " WITH (FORCE)'"), 0);
 }
 
 // ---- the CLI -----------------------------------------------------------------------
@@ -1280,11 +1332,12 @@ TEST_F(ClientTest, OlderInstalledExtensionIsRefusedWithTheFixNewerIsAccepted)
 	{
 		test_support::PgClient client{"dbname=" + db};
 		auto lease = client.acquire(unique_resource(), opts(5s));
-		ASSERT_FALSE(lease) << "a client built for " << pglease::extension_version
+		ASSERT_FALSE(lease) << "a client needing " << pglease::extension_minimum_version
 		                    << " used a database with pg_lease 0.0.1";
 		EXPECT_EQ(lease.error().code, Errc::not_installed) << lease.error();
 		EXPECT_NE(lease.error().message.find("0.0.1"), std::string::npos) << lease.error();
-		EXPECT_NE(lease.error().message.find(std::string{pglease::extension_version}), std::string::npos)
+		EXPECT_NE(lease.error().message.find(std::string{pglease::extension_minimum_version}),
+		          std::string::npos)
 		    << lease.error();
 		EXPECT_NE(lease.error().message.find("ALTER EXTENSION pg_lease UPDATE"), std::string::npos)
 		    << lease.error();

@@ -22,6 +22,9 @@ class Db {
 public:
 	std::unique_ptr<pqxx::connection> conn;
 	bool broken = false;
+	// the installed extension has renew and release naming the holder
+	// (0.5.0 on), read once, when the connection opened
+	bool holder_calls = false;
 };
 
 void
@@ -101,10 +104,15 @@ watched(pqxx::transaction_base &tx, milliseconds timeout, Exec &&exec)
 	return watched(tx.conn(), timeout, std::forward<Exec>(exec));
 }
 
+// The extension version from which lease.renew and lease.release take the
+// holder whose grant they may change (db_renew, db_release)
+constexpr std::string_view holder_calls_since = "0.5.0";
+
 // install_hint -- what to run when a SQLSTATE says the extension's schema
 // (3F000), a table (42P01) or a function (42883) is missing; db_connect has
-// already refused an installed extension older than this client, so a
-// missing function means one dropped or updated since: both commands named
+// already refused an installed extension older than this client works with,
+// so a missing function means one dropped or updated since: both commands
+// named
 std::string
 install_hint(const std::string &state)
 {
@@ -302,20 +310,22 @@ db_connect(const std::string &conninfo, milliseconds statement_timeout) noexcept
 		} catch (const pqxx::broken_connection &e) {
 			return refused_connection(e.what(), conninfo);
 		}
-		// once per connection: an older extension than the one this client
-		// was built for may lack what it calls.  No row: not installed, which
-		// the calls themselves report (3F000, 42883).
+		// once per connection: an extension older than extension_minimum_version
+		// lacks what this client calls, and one older than 0.5.0 renew and
+		// release naming the holder.  No row: not installed, which the calls
+		// themselves report (3F000, 42883).
 		pqxx::nontransaction tx{*db->conn};
 		pqxx::result r = watched(tx, statement_timeout, [&] {
 			return tx.exec("SET LOCAL statement_timeout = " + timeout_ms(statement_timeout) +
 			               "; SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_lease'");
 		});
-		if (!r.empty() && compare_versions(r[0][0].c_str(), extension_version) < 0)
+		if (!r.empty() && compare_versions(r[0][0].c_str(), extension_minimum_version) < 0)
 			return Error{Errc::not_installed, "",
 			             "pg_lease " + std::string{r[0][0].c_str()} +
 			                 " is installed in this database, but this client needs " +
-			                 std::string{extension_version} +
+			                 std::string{extension_minimum_version} +
 			                 " or newer: run ALTER EXTENSION pg_lease UPDATE (as its owner)"};
+		db->holder_calls = !r.empty() && compare_versions(r[0][0].c_str(), holder_calls_since) >= 0;
 		return db;
 	});
 }
@@ -372,18 +382,18 @@ db_acquire(Db &db, std::string_view resource, milliseconds ttl, milliseconds wai
 namespace {
 
 // holder_matched -- CALL (lease.renew or lease.release of (resource, token))
-// run only if the current grant (resource, token) is holder's, else false.
-// One statement, so no read-then-act race: a token is granted once, to one
-// holder (a re-acquire by the same holder keeps it), so the view's row for
-// (resource, token) names the holder of exactly the grant CALL acts on, and
-// CALL itself still checks the grant is current.  lease.leases, not
-// lease.grants: every role may read the view, only the extension the table.
+// run only if the current grant (resource, token) is holder's, else false,
+// for an extension before 0.5.0 (db_grant_call names the holder in CALL
+// itself from 0.5.0 on).  One statement, so no read-then-act race: a token
+// is granted once, to one holder (a re-acquire by the same holder keeps it),
+// so the view's row for (resource, token) names the holder of exactly the
+// grant CALL acts on, and CALL itself still checks the grant is current.
+// lease.leases, not lease.grants: every role may read the view, only the
+// extension the table.
 std::string
 holder_matched(pqxx::transaction_base &tx, std::string_view resource, std::int64_t token,
                std::string_view holder, const std::string &call)
 {
-	if (holder.empty())
-		return call;
 	// operators schema-qualified, as the extension's own statements: the
 	// session's search_path cannot change what the match means
 	return "COALESCE((SELECT " + call + " FROM lease.leases l WHERE l.resource OPERATOR(pg_catalog.=) " +
@@ -392,32 +402,59 @@ holder_matched(pqxx::transaction_base &tx, std::string_view resource, std::int64
 	       "), false)";
 }
 
+// grant_call -- the statement of lease.renew (ttl non-null) or lease.release
+// of (resource, token): with a holder, only that holder's grant -- the
+// extension compares it in the statement that renews or releases (0.5.0
+// on: no read of lease.leases, whose index scan pruned the table's page
+// again), else holder_matched
+std::string
+grant_call(const Db &db, pqxx::transaction_base &tx, std::string_view resource, std::int64_t token,
+           const milliseconds *ttl, std::string_view holder)
+{
+	std::string call = std::string{ttl ? "lease.renew(" : "lease.release("} + tx.quote(std::string{resource}) +
+	                   ", " + std::to_string(token) +
+	                   (ttl ? ", " + tx.quote(interval_ms(*ttl)) + "::interval" : std::string{});
+	if (holder.empty())
+		return call + ")";
+	if (db.holder_calls)
+		return call + ", " + tx.quote(std::string{holder}) + "::pg_catalog.text)";
+	return holder_matched(tx, resource, token, holder, call + ")");
+}
+
+// grant_result -- a renew or release's answer; a function missing (42883)
+// though the version read at connect had it means the extension was
+// re-created older since: the connection is dropped, and the next one reads
+// the version again
+Result<bool>
+grant_result(Db &db, Result<bool> r) noexcept
+{
+	if (!r && r.error().sqlstate == "42883" && db.holder_calls)
+		db.broken = true;
+	return r;
+}
+
 } // namespace
 
 Result<bool>
 db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl, milliseconds timeout,
          std::string_view holder) noexcept
 {
-	return guarded<bool>(&db, [&]() -> Result<bool> {
+	return grant_result(db, guarded<bool>(&db, [&]() -> Result<bool> {
 		pqxx::nontransaction tx{*db.conn};
-		const std::string call = "lease.renew(" + tx.quote(std::string{resource}) + ", " +
-		                         std::to_string(token) + ", " + tx.quote(interval_ms(ttl)) + "::interval)";
-		pqxx::row r = bounded(tx, timeout, holder_matched(tx, resource, token, holder, call));
+		pqxx::row r = bounded(tx, timeout, grant_call(db, tx, resource, token, &ttl, holder));
 		return r[0].as<bool>();
-	});
+	}));
 }
 
 Result<bool>
 db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,
            std::string_view holder) noexcept
 {
-	return guarded<bool>(&db, [&]() -> Result<bool> {
+	return grant_result(db, guarded<bool>(&db, [&]() -> Result<bool> {
 		pqxx::nontransaction tx{*db.conn};
-		const std::string call =
-		    "lease.release(" + tx.quote(std::string{resource}) + ", " + std::to_string(token) + ")";
-		pqxx::row r = bounded(tx, timeout, holder_matched(tx, resource, token, holder, call));
+		pqxx::row r = bounded(tx, timeout, grant_call(db, tx, resource, token, nullptr, holder));
 		return r[0].as<bool>();
-	});
+	}));
 }
 
 Result<bool>

@@ -38,7 +38,8 @@ inline constexpr milliseconds db_answer_margin{500};
 Result<std::string> postgres_conninfo(std::string_view dsn, milliseconds connect_timeout) noexcept;
 /// Connect with a conninfo of postgres_conninfo, and refuse
 /// (Errc::not_installed) a database whose pg_lease is older than
-/// extension_version (pglease/version.hpp).  A refused login is
+/// extension_minimum_version (pglease/version.hpp); the version read is kept
+/// with the connection (db_renew, db_release).  A refused login is
 /// Errc::permission, a missing database Errc::invalid_argument.
 Result<DbPtr> db_connect(const std::string &conninfo, milliseconds statement_timeout) noexcept;
 /// False once the connection broke; the pool drops such connections.
@@ -77,8 +78,10 @@ Result<PgLeader> db_observe(Db &db, std::string_view election, std::int64_t afte
                             milliseconds timeout) noexcept;
 /// statement timeouts are per call (SET LOCAL): no session state, so the
 /// client works through a transaction-mode pooler.  With a holder, the
-/// grant is renewed or released only if lease.leases names that holder for
-/// (resource, token), in the same statement (false otherwise).
+/// grant is renewed or released only if that holder took it, in the same
+/// statement (false otherwise): lease.renew/lease.release naming the holder
+/// (pg_lease 0.5.0 on), or, before, called only for the lease.leases row of
+/// (resource, token, holder).
 Result<bool> db_renew(Db &db, std::string_view resource, std::int64_t token, milliseconds ttl,
                       milliseconds timeout, std::string_view holder = {}) noexcept;
 Result<bool> db_release(Db &db, std::string_view resource, std::int64_t token, milliseconds timeout,
