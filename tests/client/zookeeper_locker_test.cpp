@@ -819,14 +819,16 @@ TEST_F(ZookeeperLocker, UrlParserRefusesMalformedHostsAndNeverEchoesAPassword)
 
 namespace {
 
-// zk_cli -- the last line of a zkCli.sh command on the standalone server
+// zk_cli -- the last line of a zkCli.sh command on the standalone server,
+// its connection's event lines left out (zkCli prints "WATCHER::" and the
+// WatchedEvent when its session connects, at times after the answer)
 // (ls: "[a, b]"; get: the data)
 std::string
 zk_cli(const std::string &command)
 {
 	auto out =
 	    capture("/usr/share/zookeeper/bin/zkCli.sh -server 127.0.0.1:" + std::to_string(standalone_port()) +
-	            " " + command + " 2>/dev/null | tail -1");
+	            " " + command + " 2>/dev/null | grep -v -e '^WATCHER::' -e '^WatchedEvent ' -e '^$' | tail -1");
 	while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
 		out.pop_back();
 	return out;
