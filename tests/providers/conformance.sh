@@ -25,7 +25,8 @@ PROVIDER="${4:?$usage}"
 all="postgres redis rediss redlock etcd zookeeper"
 case "$PROVIDER" in
 all) want="$all" ;;
-memory | none) want="" ;;
+none) want="" ;;
+memory) want=memory ;; # no server: always named
 postgres | redis | rediss | redlock | etcd | zookeeper) want="$PROVIDER" ;;
 *) die "conformance.sh: unknown provider '$PROVIDER' (all, none, memory, $all)" ;;
 esac
@@ -79,8 +80,6 @@ if wants zookeeper; then
 	zookeeper="$("$ZK" start "$WORK/zookeeper")"
 	add "zookeeper|zookeeper://$zookeeper|$ZK stop $WORK/zookeeper >/dev/null|$ZK start $WORK/zookeeper >/dev/null|$ZK break $WORK/zookeeper '{resource}'"
 fi
-# memory needs no server and is always named
-if [ "$PROVIDER" = memory ]; then want=memory; fi
 export PGLEASE_CONFORMANCE_WANT="$want"
 export PGLEASE_CONFORMANCE
 "$TEST" "${@:5}"
